@@ -1,0 +1,60 @@
+# torchtpu build. `make run` builds everything and runs the main example;
+# `make test` runs every Go and Python test.
+SHELL := /bin/bash
+ROOT := $(abspath .)
+VENV := $(shell $(ROOT)/tools/setup_env.sh)
+PY := $(VENV)/bin/python
+SITE := $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+TORCH := $(SITE)/torch
+PLUGIN_DIR := $(SITE)/xla_plugins/xla_cpu_pjrt
+LIB := python/torchtpu/lib/libtorchtpu.so
+BUILD := build
+CXXFLAGS := -O2 -g0 -fPIC -std=c++20 -D_GLIBCXX_USE_CXX11_ABI=1 -Wall -Wno-unused-parameter \
+	-I$(TORCH)/include -I$(TORCH)/include/torch/csrc/api/include -Ibridge
+SHIM_SRC := $(wildcard csrc/*.cpp)
+SHIM_OBJ := $(patsubst csrc/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC))
+GO_SRC := $(shell find pjrt hlo dispatch engine compile_cache bridge -name '*.go' -o -name '*.c' -o -name '*.h' 2>/dev/null)
+export CGO_CFLAGS := -I$(ROOT)/$(BUILD)/include -O2
+export TORCHTPU_PLUGIN_PATH := $(PLUGIN_DIR)/xla_cpu_pjrt.so
+
+.PHONY: build run test test-go test-py env clean bench
+build: $(LIB)
+
+env:
+	@echo $(VENV)
+
+$(BUILD)/include/pjrt_c_api.h: $(PLUGIN_DIR)/include/pjrt_c_api.h
+	@mkdir -p $(dir $@)
+	ln -sf $< $@
+
+$(BUILD)/shim/%.o: csrc/%.cpp $(wildcard csrc/*.h) bridge/torchtpu.h
+	@mkdir -p $(dir $@)
+	g++ $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/libshim.a: $(SHIM_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIB): $(BUILD)/include/pjrt_c_api.h $(BUILD)/libshim.a $(GO_SRC) go.mod
+	@mkdir -p $(dir $@)
+	CGO_LDFLAGS="-Wl,--whole-archive $(ROOT)/$(BUILD)/libshim.a -Wl,--no-whole-archive \
+	  -L$(TORCH)/lib -ltorch -ltorch_cpu -lc10 -lstdc++ -Wl,-rpath,$(TORCH)/lib" \
+	  go build -buildmode=c-shared -o $@ ./bridge
+	@rm -f $(basename $@).h
+
+run: build
+	$(PY) examples/hello_tpu.py
+
+test: build
+	$(MAKE) --no-print-directory test-go test-py
+
+test-go: $(BUILD)/include/pjrt_c_api.h
+	TORCHTPU_REQUIRE_PLUGIN=1 go test -count=1 ./...
+
+test-py: build
+	$(PY) -m pytest -q tests
+
+bench: build
+	$(PY) bench/op_latency.py
+
+clean:
+	rm -rf $(BUILD) $(LIB)

@@ -1,0 +1,151 @@
+/*
+ * torchtpu.h is the C ABI between the C++ shim (csrc/) and the Go engine.
+ *
+ * Rules: only integers, doubles, plain structs and caller-owned buffers cross
+ * this boundary; no Go pointer is ever handed to C and no C pointer is kept by
+ * Go after a call returns. Every function that can fail returns a ttpu_status
+ * and writes a NUL-terminated message into the caller's err buffer (truncated
+ * to errlen). A Go panic is recovered and reported as TTPU_ERROR.
+ *
+ * Storage data pointers are opaque addresses from a reserved PROT_NONE range:
+ * they name a storage and are never dereferenced.
+ */
+#ifndef TORCHTPU_H
+#define TORCHTPU_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ttpu_status is the result of every fallible call. */
+typedef int32_t ttpu_status;
+#define TTPU_OK 0
+#define TTPU_ERROR 1        /* err holds the message */
+#define TTPU_NO_RULE 2      /* ttpu_op: the op has no rule; run it on CPU */
+#define TTPU_NEEDS_RESIZE 3 /* ttpu_op: out= arguments must be resized to outs[] first */
+
+#define TTPU_MAX_DIMS 12
+
+/* Device codes of ttpu_tensor.device. */
+#define TTPU_DEV_TPU 0
+#define TTPU_DEV_CPU 1 /* a CPU tensor (only 0-dim ones reach ttpu_op); host points at its data */
+
+/* ttpu_tensor describes one tensor argument: a view of a storage. */
+typedef struct {
+  uint64_t data;          /* storage base address (opaque); 0 for an undefined tensor */
+  int64_t storage_nbytes; /* the storage's size in bytes */
+  int64_t offset;         /* storage offset, in elements */
+  int32_t dtype;          /* c10::ScalarType code */
+  int32_t ndim;
+  int64_t sizes[TTPU_MAX_DIMS];
+  int64_t strides[TTPU_MAX_DIMS]; /* in elements */
+  int32_t device;         /* TTPU_DEV_* */
+  int32_t pad_;
+  const void* host;       /* TTPU_DEV_CPU only: the element data, contiguous */
+} ttpu_tensor;
+
+/* Argument kinds of ttpu_arg.kind. */
+#define TTPU_ARG_NONE 0       /* None / undefined optional */
+#define TTPU_ARG_TENSOR 1     /* tensors[0] */
+#define TTPU_ARG_INT 2        /* i (also SymInt, ScalarType, Layout, MemoryFormat, Device index) */
+#define TTPU_ARG_DOUBLE 3     /* d */
+#define TTPU_ARG_BOOL 4       /* i (0 or 1) */
+#define TTPU_ARG_INTLIST 5    /* ints[0..n) */
+#define TTPU_ARG_TENSORLIST 6 /* tensors[0..n); undefined entries have data == 0 */
+#define TTPU_ARG_STRING 7     /* str */
+#define TTPU_ARG_DOUBLELIST 8 /* doubles[0..n) */
+#define TTPU_ARG_BOOLLIST 9   /* ints[0..n) of 0/1 */
+#define TTPU_ARG_SCALAR_INT 10    /* a Scalar holding an integer: i */
+#define TTPU_ARG_SCALAR_DOUBLE 11 /* a Scalar holding a float: d */
+#define TTPU_ARG_SCALAR_BOOL 12   /* a Scalar holding a bool: i */
+
+/* ttpu_arg is one schema argument, in schema order (keyword-only ones included). */
+typedef struct {
+  int32_t kind;
+  int32_t pad_;
+  int64_t i;
+  double d;
+  int64_t n;
+  const int64_t* ints;
+  const double* doubles;
+  const ttpu_tensor* tensors;
+  const char* str;
+} ttpu_arg;
+
+/* ttpu_out is one new output tensor created by Go: a fresh contiguous storage. */
+typedef struct {
+  uint64_t data;  /* storage base address; the shim owns it and calls ttpu_free */
+  int64_t nbytes;
+  int32_t dtype;
+  int32_t ndim;
+  int64_t sizes[TTPU_MAX_DIMS];
+} ttpu_out;
+
+/* ttpu_init loads the PJRT plugin at plugin_path and creates the client. It is
+ * idempotent; after a failure every device call reports the same error. */
+ttpu_status ttpu_init(const char* plugin_path, int32_t cpu_device_count, char* err, int64_t errlen);
+
+/* ttpu_device_count returns the number of addressable devices (0 before init). */
+int32_t ttpu_device_count(void);
+
+/* ttpu_alloc reserves nbytes of opaque device address space for a new storage. */
+ttpu_status ttpu_alloc(int64_t nbytes, int32_t device, uint64_t* addr, char* err, int64_t errlen);
+
+/* ttpu_free releases a storage; a pending value nobody can read is dropped. */
+void ttpu_free(uint64_t addr);
+
+/* ttpu_has_rule returns 1 when op (a full overload name, "aten::add.Tensor") has a rule. */
+int32_t ttpu_has_rule(const char* op);
+
+/* ttpu_op runs op on args. Results that alias a mutated argument (in-place and
+ * out= variants) are written into that argument's storage and not returned;
+ * every other result is returned in outs, in schema order. With
+ * TTPU_NEEDS_RESIZE, outs[k] holds the sizes each mutated out= argument must
+ * have (in argument order); the caller resizes them and calls again. */
+ttpu_status ttpu_op(const char* op, const ttpu_arg* args, int32_t nargs, ttpu_out* outs,
+                    int32_t maxouts, int32_t* nouts, char* err, int64_t errlen);
+
+/* ttpu_from_host writes nbytes of contiguous host data (dst's dtype, dst's sizes) into the view dst. */
+ttpu_status ttpu_from_host(const ttpu_tensor* dst, const void* src, int64_t nbytes, char* err, int64_t errlen);
+
+/* ttpu_to_host reads the view src into nbytes of contiguous host memory (src's dtype). Blocks. */
+ttpu_status ttpu_to_host(const ttpu_tensor* src, void* dst, int64_t nbytes, char* err, int64_t errlen);
+
+/* ttpu_storage_copy copies the first nbytes of storage src into storage dst (used by resize_). */
+ttpu_status ttpu_storage_copy(uint64_t dst, uint64_t src, int64_t nbytes, char* err, int64_t errlen);
+
+/* ttpu_synchronize flushes pending work and waits for the device to finish it. */
+ttpu_status ttpu_synchronize(char* err, int64_t errlen);
+
+/* ttpu_note_fallback counts one CPU fallback of op; returns 1 the first time (warn then). */
+int32_t ttpu_note_fallback(const char* op);
+
+/* ttpu_fallback_is_error returns 1 when TORCHTPU_FALLBACK=error. */
+int32_t ttpu_fallback_is_error(void);
+
+/* ttpu_set_mode selects "debug", "strict" or "fused". */
+ttpu_status ttpu_set_mode(const char* mode, char* err, int64_t errlen);
+
+/* ttpu_get_mode writes the current mode's name into buf. */
+void ttpu_get_mode(char* buf, int64_t len);
+
+/* ttpu_metrics_json writes the metrics as JSON into buf and returns the full length needed. */
+int64_t ttpu_metrics_json(char* buf, int64_t len);
+
+/* ttpu_reset_metrics zeroes every counter. */
+void ttpu_reset_metrics(void);
+
+/* ttpu_live_storages returns the number of storages alive; ttpu_memory_allocated their bytes. */
+int64_t ttpu_live_storages(void);
+int64_t ttpu_memory_allocated(void);
+
+/* ttpu_mark_forked makes every later device call fail (called in a forked child). */
+void ttpu_mark_forked(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TORCHTPU_H */

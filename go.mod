@@ -1,0 +1,3 @@
+module torchtpu
+
+go 1.26

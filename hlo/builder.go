@@ -1,0 +1,189 @@
+package hlo
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Value is an SSA value of a module under construction.
+type Value struct {
+	T     Type
+	node  *node // nil for parameters
+	param int   // parameter index when node is nil
+	b     *Builder
+}
+
+type node struct {
+	op       string   // "stablehlo.add"
+	operands []*Value
+	attrs    string   // "{...}" or ""
+	regions  string   // "({...})" or ""
+	results  []*Value // one value per result
+}
+
+// Builder records ops for one function and prints them as a module.
+// It is not safe for concurrent use.
+type Builder struct {
+	params  []*Value
+	nodes   []*node
+	regions int
+}
+
+// NewBuilder returns an empty builder.
+func NewBuilder() *Builder { return &Builder{} }
+
+// Param adds a function parameter of type t.
+func (b *Builder) Param(t Type) *Value {
+	v := &Value{T: t, param: len(b.params), b: b}
+	b.params = append(b.params, v)
+	return v
+}
+
+// NumParams returns the number of parameters added so far.
+func (b *Builder) NumParams() int { return len(b.params) }
+
+// Len returns the number of ops recorded so far.
+func (b *Builder) Len() int { return len(b.nodes) }
+
+// op records a single-result op.
+func (b *Builder) op(name string, t Type, attrs string, operands ...*Value) *Value {
+	return b.opN(name, []Type{t}, attrs, "", operands...)[0]
+}
+
+func (b *Builder) opN(name string, ts []Type, attrs, regions string, operands ...*Value) []*Value {
+	for _, o := range operands {
+		mustf(o != nil && o.b == b, "%s: operand from another builder", name)
+	}
+	n := &node{op: name, operands: operands, attrs: attrs, regions: regions}
+	for _, t := range ts {
+		n.results = append(n.results, &Value{T: t, node: n, b: b})
+	}
+	b.nodes = append(b.nodes, n)
+	return n.results
+}
+
+// Module prints the function returning outs as a module named "main". Ops
+// that do not contribute to outs are left out, and so are unused parameters;
+// used lists the indices of the parameters the printed function takes, in order.
+func (b *Builder) Module(outs []*Value) (text string, used []int) {
+	live := map[*node]bool{}
+	paramUsed := make([]bool, len(b.params))
+	var mark func(v *Value)
+	mark = func(v *Value) {
+		if v.node == nil {
+			paramUsed[v.param] = true
+			return
+		}
+		if live[v.node] {
+			return
+		}
+		live[v.node] = true
+		for _, o := range v.node.operands {
+			mark(o)
+		}
+	}
+	for _, o := range outs {
+		mark(o)
+	}
+	names := map[*Value]string{}
+	var sb strings.Builder
+	sb.WriteString("module @torchtpu {\n  func.func public @main(")
+	for i, p := range b.params {
+		if !paramUsed[i] {
+			continue
+		}
+		name := "%arg" + strconv.Itoa(len(used))
+		names[p] = name
+		if len(used) > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(name + ": " + p.T.String())
+		used = append(used, i)
+	}
+	sb.WriteString(") -> (")
+	for i, o := range outs {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(o.T.String())
+	}
+	sb.WriteString(") {\n")
+	next := 0
+	for _, n := range b.nodes {
+		if !live[n] {
+			continue
+		}
+		sb.WriteString("    ")
+		if len(n.results) == 1 {
+			name := "%" + strconv.Itoa(next)
+			next++
+			names[n.results[0]] = name
+			sb.WriteString(name)
+		} else {
+			base := "%" + strconv.Itoa(next)
+			next++
+			for k, r := range n.results {
+				names[r] = base + "#" + strconv.Itoa(k)
+			}
+			sb.WriteString(base + ":" + strconv.Itoa(len(n.results)))
+		}
+		sb.WriteString(" = \"" + n.op + "\"(")
+		for i, o := range n.operands {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(names[o])
+		}
+		sb.WriteString(")")
+		sb.WriteString(n.regions)
+		if n.attrs != "" {
+			sb.WriteString(" " + n.attrs)
+		}
+		sb.WriteString(" : " + signature(n) + "\n")
+	}
+	sb.WriteString("    return")
+	for i, o := range outs {
+		if i == 0 {
+			sb.WriteString(" ")
+		} else {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(names[o])
+	}
+	if len(outs) > 0 {
+		sb.WriteString(" : ")
+		for i, o := range outs {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(o.T.String())
+		}
+	}
+	sb.WriteString("\n  }\n}\n")
+	return sb.String(), used
+}
+
+func signature(n *node) string {
+	var sb strings.Builder
+	sb.WriteString("(")
+	for i, o := range n.operands {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(o.T.String())
+	}
+	sb.WriteString(") -> ")
+	if len(n.results) == 1 {
+		sb.WriteString(n.results[0].T.String())
+	} else {
+		sb.WriteString("(")
+		for i, r := range n.results {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(r.T.String())
+		}
+		sb.WriteString(")")
+	}
+	return sb.String()
+}

@@ -1,0 +1,94 @@
+package hlo
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Scalar literal encodings: floats print as their exact bit pattern so the
+// text is canonical and loses nothing.
+func literal(e Elem, v float64) string {
+	switch e {
+	case Pred:
+		if v != 0 {
+			return "true"
+		}
+		return "false"
+	case F64:
+		return fmt.Sprintf("0x%016X", math.Float64bits(v))
+	case F32:
+		return fmt.Sprintf("0x%08X", math.Float32bits(float32(v)))
+	case F16:
+		return fmt.Sprintf("0x%04X", Float16Bits(v))
+	case BF16:
+		return fmt.Sprintf("0x%04X", BFloat16Bits(v))
+	default:
+		return strconv.FormatInt(int64(v), 10)
+	}
+}
+
+// Constant returns a tensor of type t filled with v (a splat).
+func (b *Builder) Constant(t Type, v float64) *Value {
+	return b.op("stablehlo.constant", t, "{value = dense<"+literal(t.Elem, v)+"> : "+t.String()+"}")
+}
+
+// ConstantInt returns a tensor of type t filled with the integer v, exactly
+// (int64 values beyond 2^53 survive).
+func (b *Builder) ConstantInt(t Type, v int64) *Value {
+	if t.Elem.IsFloat() || t.Elem == Pred {
+		return b.Constant(t, float64(v))
+	}
+	return b.op("stablehlo.constant", t, "{value = dense<"+strconv.FormatInt(v, 10)+"> : "+t.String()+"}")
+}
+
+// Scalar returns a rank-0 constant of element type e.
+func (b *Builder) Scalar(e Elem, v float64) *Value { return b.Constant(T(e), v) }
+
+// Float16Bits rounds v to IEEE half precision (round to nearest even) and returns its bits.
+func Float16Bits(v float64) uint16 {
+	f := math.Float32bits(float32(v))
+	sign := uint16(f>>16) & 0x8000
+	exp := int32(f>>23&0xff) - 127 + 15
+	mant := f & 0x7fffff
+	switch {
+	case f&0x7fffffff == 0:
+		return sign
+	case f>>23&0xff == 0xff: // Inf or NaN
+		if mant != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	case exp >= 31:
+		return sign | 0x7c00
+	case exp <= 0:
+		if exp < -10 {
+			return sign
+		}
+		mant |= 0x800000
+		shift := uint32(14 - exp)
+		half := uint32(1) << (shift - 1)
+		r := mant >> shift
+		rem := mant & (1<<shift - 1)
+		if rem > half || (rem == half && r&1 == 1) {
+			r++
+		}
+		return sign | uint16(r)
+	}
+	r := uint32(exp)<<10 | mant>>13
+	rem := mant & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
+		r++
+	}
+	return sign | uint16(r)
+}
+
+// BFloat16Bits rounds v to bfloat16 (round to nearest even) and returns its bits.
+func BFloat16Bits(v float64) uint16 {
+	f := math.Float32bits(float32(v))
+	if f&0x7fffffff > 0x7f800000 {
+		return uint16(f>>16) | 0x40
+	}
+	r := f + 0x7fff + (f>>16)&1
+	return uint16(r >> 16)
+}

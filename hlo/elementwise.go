@@ -1,0 +1,128 @@
+package hlo
+
+import "fmt"
+
+func (b *Builder) binary(name string, x, y *Value) *Value {
+	mustf(x.T.Equal(y.T), "%s: operand types differ: %v vs %v", name, x.T, y.T)
+	return b.op("stablehlo."+name, x.T, "", x, y)
+}
+
+func (b *Builder) unary(name string, x *Value) *Value { return b.op("stablehlo."+name, x.T, "", x) }
+
+// Add returns x + y elementwise; x and y have the same type.
+func (b *Builder) Add(x, y *Value) *Value { return b.binary("add", x, y) }
+
+// Sub returns x - y elementwise.
+func (b *Builder) Sub(x, y *Value) *Value { return b.binary("subtract", x, y) }
+
+// Mul returns x * y elementwise.
+func (b *Builder) Mul(x, y *Value) *Value { return b.binary("multiply", x, y) }
+
+// Div returns x / y elementwise (integer division truncates).
+func (b *Builder) Div(x, y *Value) *Value { return b.binary("divide", x, y) }
+
+// Rem returns the remainder of x / y with the sign of x.
+func (b *Builder) Rem(x, y *Value) *Value { return b.binary("remainder", x, y) }
+
+// Max returns the elementwise maximum (NaN propagates).
+func (b *Builder) Max(x, y *Value) *Value { return b.binary("maximum", x, y) }
+
+// Min returns the elementwise minimum (NaN propagates).
+func (b *Builder) Min(x, y *Value) *Value { return b.binary("minimum", x, y) }
+
+// Pow returns x ** y elementwise.
+func (b *Builder) Pow(x, y *Value) *Value { return b.binary("power", x, y) }
+
+// Atan2 returns atan2(x, y) elementwise.
+func (b *Builder) Atan2(x, y *Value) *Value { return b.binary("atan2", x, y) }
+
+// And returns the bitwise or logical and.
+func (b *Builder) And(x, y *Value) *Value { return b.binary("and", x, y) }
+
+// Or returns the bitwise or logical or.
+func (b *Builder) Or(x, y *Value) *Value { return b.binary("or", x, y) }
+
+// Xor returns the bitwise or logical exclusive or.
+func (b *Builder) Xor(x, y *Value) *Value { return b.binary("xor", x, y) }
+
+// ShiftLeft returns x << y.
+func (b *Builder) ShiftLeft(x, y *Value) *Value { return b.binary("shift_left", x, y) }
+
+// ShiftRightArithmetic returns x >> y with sign extension.
+func (b *Builder) ShiftRightArithmetic(x, y *Value) *Value {
+	return b.binary("shift_right_arithmetic", x, y)
+}
+
+// Unary ops, named as StableHLO names them.
+func (b *Builder) Neg(x *Value) *Value        { return b.unary("negate", x) }
+func (b *Builder) Abs(x *Value) *Value        { return b.unary("abs", x) }
+func (b *Builder) Exp(x *Value) *Value        { return b.unary("exponential", x) }
+func (b *Builder) Expm1(x *Value) *Value      { return b.unary("exponential_minus_one", x) }
+func (b *Builder) Log(x *Value) *Value        { return b.unary("log", x) }
+func (b *Builder) Log1p(x *Value) *Value      { return b.unary("log_plus_one", x) }
+func (b *Builder) Sqrt(x *Value) *Value       { return b.unary("sqrt", x) }
+func (b *Builder) Rsqrt(x *Value) *Value      { return b.unary("rsqrt", x) }
+func (b *Builder) Cbrt(x *Value) *Value       { return b.unary("cbrt", x) }
+func (b *Builder) Tanh(x *Value) *Value       { return b.unary("tanh", x) }
+func (b *Builder) Logistic(x *Value) *Value   { return b.unary("logistic", x) }
+func (b *Builder) Sin(x *Value) *Value        { return b.unary("sine", x) }
+func (b *Builder) Cos(x *Value) *Value        { return b.unary("cosine", x) }
+func (b *Builder) Tan(x *Value) *Value        { return b.unary("tan", x) }
+func (b *Builder) Floor(x *Value) *Value      { return b.unary("floor", x) }
+func (b *Builder) Ceil(x *Value) *Value       { return b.unary("ceil", x) }
+func (b *Builder) RoundEven(x *Value) *Value  { return b.unary("round_nearest_even", x) }
+func (b *Builder) Sign(x *Value) *Value       { return b.unary("sign", x) }
+func (b *Builder) Not(x *Value) *Value        { return b.unary("not", x) }
+func (b *Builder) IsFinite(x *Value) *Value   { return b.op("stablehlo.is_finite", x.T.WithElem(Pred), "", x) }
+func (b *Builder) Erf(x *Value) *Value        { return b.op("chlo.erf", x.T, "", x) }
+func (b *Builder) PopCount(x *Value) *Value   { return b.unary("popcnt", x) }
+
+// Compare directions.
+const (
+	EQ = "EQ"
+	NE = "NE"
+	LT = "LT"
+	LE = "LE"
+	GT = "GT"
+	GE = "GE"
+)
+
+// Compare returns x dir y as a boolean tensor. Floats compare with IEEE
+// semantics, unsigned types as unsigned.
+func (b *Builder) Compare(dir string, x, y *Value) *Value {
+	mustf(x.T.Equal(y.T), "compare: operand types differ: %v vs %v", x.T, y.T)
+	kind := "SIGNED"
+	switch {
+	case x.T.Elem.IsFloat():
+		kind = "FLOAT"
+	case x.T.Elem.IsUnsigned() || x.T.Elem == Pred:
+		kind = "UNSIGNED"
+	}
+	attrs := fmt.Sprintf("{compare_type = #stablehlo<comparison_type %s>, comparison_direction = #stablehlo<comparison_direction %s>}", kind, dir)
+	return b.op("stablehlo.compare", x.T.WithElem(Pred), attrs, x, y)
+}
+
+// Select returns onTrue where pred holds and onFalse elsewhere.
+func (b *Builder) Select(pred, onTrue, onFalse *Value) *Value {
+	mustf(onTrue.T.Equal(onFalse.T), "select: branch types differ: %v vs %v", onTrue.T, onFalse.T)
+	return b.op("stablehlo.select", onTrue.T, "", pred, onTrue, onFalse)
+}
+
+// Clamp returns min(max(x, lo), hi); lo and hi are scalars or x's shape.
+func (b *Builder) Clamp(lo, x, hi *Value) *Value {
+	return b.op("stablehlo.clamp", x.T, "", lo, x, hi)
+}
+
+// Convert converts x to element type e (float to int truncates toward zero).
+func (b *Builder) Convert(x *Value, e Elem) *Value {
+	if x.T.Elem == e {
+		return x
+	}
+	return b.op("stablehlo.convert", x.T.WithElem(e), "", x)
+}
+
+// BitcastConvert reinterprets the bits of x as element type e of the same width.
+func (b *Builder) BitcastConvert(x *Value, e Elem) *Value {
+	mustf(x.T.Elem.Bits() == e.Bits(), "bitcast_convert: width %d vs %d", x.T.Elem.Bits(), e.Bits())
+	return b.op("stablehlo.bitcast_convert", x.T.WithElem(e), "", x)
+}

@@ -1,0 +1,124 @@
+// Package hlo builds StableHLO modules and prints them as canonical MLIR text:
+// the same graph always gives the same bytes, so the text can key a compile cache.
+package hlo
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Elem is a StableHLO element type, spelled as MLIR spells it.
+type Elem string
+
+// The element types torchtpu uses.
+const (
+	Pred Elem = "i1"
+	S8   Elem = "i8"
+	S16  Elem = "i16"
+	S32  Elem = "i32"
+	S64  Elem = "i64"
+	U8   Elem = "ui8"
+	F16  Elem = "f16"
+	BF16 Elem = "bf16"
+	F32  Elem = "f32"
+	F64  Elem = "f64"
+)
+
+// IsFloat reports whether e is a floating-point type.
+func (e Elem) IsFloat() bool { return e == F16 || e == BF16 || e == F32 || e == F64 }
+
+// IsInt reports whether e is a signed or unsigned integer type (not bool).
+func (e Elem) IsInt() bool { return e == S8 || e == S16 || e == S32 || e == S64 || e == U8 }
+
+// IsUnsigned reports whether e is an unsigned integer type.
+func (e Elem) IsUnsigned() bool { return e == U8 }
+
+// Bits returns the width of e in bits.
+func (e Elem) Bits() int {
+	switch e {
+	case Pred, S8, U8:
+		return 8
+	case S16, F16, BF16:
+		return 16
+	case S32, F32:
+		return 32
+	default:
+		return 64
+	}
+}
+
+// Type is a ranked tensor type.
+type Type struct {
+	Shape []int64
+	Elem  Elem
+}
+
+// T returns the tensor type of elem with the given dimensions.
+func T(elem Elem, dims ...int64) Type { return Type{Shape: append([]int64{}, dims...), Elem: elem} }
+
+// Rank returns the number of dimensions of t.
+func (t Type) Rank() int { return len(t.Shape) }
+
+// NumElements returns the product of t's dimensions.
+func (t Type) NumElements() int64 {
+	n := int64(1)
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// String prints t as MLIR does, e.g. tensor<2x3xf32>.
+func (t Type) String() string {
+	var sb strings.Builder
+	sb.WriteString("tensor<")
+	for _, d := range t.Shape {
+		sb.WriteString(strconv.FormatInt(d, 10))
+		sb.WriteByte('x')
+	}
+	sb.WriteString(string(t.Elem))
+	sb.WriteByte('>')
+	return sb.String()
+}
+
+// Equal reports whether t and u are the same type.
+func (t Type) Equal(u Type) bool {
+	if t.Elem != u.Elem || len(t.Shape) != len(u.Shape) {
+		return false
+	}
+	for i := range t.Shape {
+		if t.Shape[i] != u.Shape[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// WithElem returns t with its element type replaced by e.
+func (t Type) WithElem(e Elem) Type { return Type{Shape: append([]int64{}, t.Shape...), Elem: e} }
+
+func i64Array(xs []int64) string {
+	if len(xs) == 0 {
+		return "array<i64>"
+	}
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatInt(x, 10)
+	}
+	return "array<i64: " + strings.Join(parts, ", ") + ">"
+}
+
+func intList(xs []int64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatInt(x, 10)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func mustf(ok bool, format string, args ...any) {
+	if !ok {
+		panic(fmt.Errorf("hlo: "+format, args...))
+	}
+}

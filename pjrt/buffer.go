@@ -1,0 +1,182 @@
+package pjrt
+
+/*
+#include "capi.h"
+
+static char tt_empty_byte;
+static const void* tt_empty(void) { return &tt_empty_byte; }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// Buffer is an array on a device.
+type Buffer struct {
+	c      *Client
+	mu     sync.Mutex
+	b      *C.PJRT_Buffer
+	dims   []int64
+	dtype  DType
+	device int
+}
+
+var errDestroyed = errors.New("pjrt: buffer is destroyed")
+
+// numElements returns the product of dims (1 for a scalar).
+func numElements(dims []int64) (int64, error) {
+	n := int64(1)
+	for _, d := range dims {
+		if d < 0 {
+			return 0, fmt.Errorf("pjrt: negative dimension in %v", dims)
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// BufferFromHost copies data, a dense row-major array of dtype with shape
+// dims, to the addressable device with index device. The copy is complete
+// with respect to data when the call returns: data may be reused at once.
+func (c *Client) BufferFromHost(data []byte, dtype DType, dims []int64, device int) (*Buffer, error) {
+	cc, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	dev, err := c.device(device)
+	if err != nil {
+		return nil, err
+	}
+	n, err := numElements(dims)
+	if err != nil {
+		return nil, err
+	}
+	if dtype.Size() == 0 {
+		return nil, fmt.Errorf("pjrt: cannot create a buffer of dtype %v", dtype)
+	}
+	if want := n * int64(dtype.Size()); int64(len(data)) != want {
+		return nil, fmt.Errorf("pjrt: host data has %d bytes, shape %v of %v needs %d", len(data), dims, dtype, want)
+	}
+	ptr := C.tt_empty()
+	if len(data) > 0 {
+		ptr = unsafe.Pointer(&data[0])
+	}
+	var dimsPtr *C.int64_t
+	if len(dims) > 0 {
+		dimsPtr = (*C.int64_t)(unsafe.Pointer(&dims[0]))
+	}
+	var b *C.PJRT_Buffer
+	perr := C.tt_buffer_from_host(c.p.api, cc, ptr, C.int(dtype), dimsPtr, C.size_t(len(dims)), dev, &b)
+	if err := c.p.check("buffer from host", perr); err != nil {
+		if b != nil {
+			_ = c.p.check("destroy buffer", C.tt_buffer_destroy(c.p.api, b))
+		}
+		return nil, err
+	}
+	return &Buffer{c: c, b: b, dims: append([]int64{}, dims...), dtype: dtype, device: device}, nil
+}
+
+// wrapBuffer queries the shape, dtype and device of a buffer the plugin made.
+func (c *Client) wrapBuffer(b *C.PJRT_Buffer) (*Buffer, error) {
+	api := c.p.api
+	var t C.int
+	if err := c.p.check("buffer element type", C.tt_buffer_element_type(api, b, &t)); err != nil {
+		return nil, err
+	}
+	var dp *C.int64_t
+	var n C.size_t
+	if err := c.p.check("buffer dimensions", C.tt_buffer_dims(api, b, &dp, &n)); err != nil {
+		return nil, err
+	}
+	dims := make([]int64, int(n))
+	if n > 0 {
+		copy(dims, unsafe.Slice((*int64)(unsafe.Pointer(dp)), int(n)))
+	}
+	var dev *C.PJRT_Device
+	if err := c.p.check("buffer device", C.tt_buffer_device(api, b, &dev)); err != nil {
+		return nil, err
+	}
+	return &Buffer{c: c, b: b, dims: dims, dtype: DType(t), device: c.deviceIndex(dev)}, nil
+}
+
+// Dims returns a copy of the buffer's shape.
+func (b *Buffer) Dims() []int64 { return append([]int64{}, b.dims...) }
+
+// DType returns the buffer's element type.
+func (b *Buffer) DType() DType { return b.dtype }
+
+// Device returns the index of the buffer's device among the client's
+// addressable devices.
+func (b *Buffer) Device() int { return b.device }
+
+// Size returns the buffer's size in bytes as a dense host array.
+func (b *Buffer) Size() int {
+	n, _ := numElements(b.dims)
+	return int(n) * b.dtype.Size()
+}
+
+// ToHost copies the buffer into dst as a dense row-major array and waits for
+// the copy (and the computation producing the buffer) to finish. len(dst)
+// must equal the buffer's size in bytes.
+func (b *Buffer) ToHost(dst []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.b == nil {
+		return errDestroyed
+	}
+	api := b.c.p.api
+	var need C.size_t
+	if err := b.c.p.check("buffer host size", C.tt_buffer_host_size(api, b.b, &need)); err != nil {
+		return err
+	}
+	if len(dst) != int(need) {
+		return fmt.Errorf("pjrt: ToHost: destination has %d bytes, buffer %v%v needs %d", len(dst), b.dtype, b.dims, int(need))
+	}
+	ptr := unsafe.Pointer(C.tt_empty())
+	if len(dst) > 0 {
+		ptr = unsafe.Pointer(&dst[0])
+	}
+	return b.c.p.check("buffer to host", C.tt_buffer_to_host(api, b.b, ptr, need))
+}
+
+// Ready returns an event that completes when the buffer's value is
+// computed (or its computation failed). The caller destroys the event.
+func (b *Buffer) Ready() *Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.b == nil {
+		return &Event{p: b.c.p, err: errDestroyed}
+	}
+	var ev *C.PJRT_Event
+	if err := b.c.p.check("buffer ready event", C.tt_buffer_ready_event(b.c.p.api, b.b, &ev)); err != nil {
+		return &Event{p: b.c.p, err: err}
+	}
+	return newEvent(b.c.p, ev)
+}
+
+// Destroy releases the device memory. It is idempotent.
+func (b *Buffer) Destroy() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.b != nil {
+		_ = b.c.p.check("destroy buffer", C.tt_buffer_destroy(b.c.p.api, b.b))
+		b.b = nil
+	}
+}
+
+// handle returns the C buffer or an error once destroyed.
+func (b *Buffer) handle() (*C.PJRT_Buffer, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.b == nil {
+		return nil, errDestroyed
+	}
+	return b.b, nil
+}

@@ -1,0 +1,5 @@
+"""torchtpu: PyTorch's tpu device."""
+
+
+def _autoload():
+    pass

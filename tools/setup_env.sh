@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# setup_env.sh creates the Python environment outside the clone (reused while the
+# requirement files are unchanged), installs torch and the pinned XLA CPU plugin,
+# installs the torchtpu package from this clone in editable mode, and prints the
+# environment's path.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=${TORCHTPU_HOME:-$HOME/.cache/torchtpu}
+key=$(cat "$root/python/requirements.txt" "$root/python/requirements-plugin.txt" | sha256sum | cut -c1-12)
+venv=$cache/venv-$key
+mkdir -p "$cache"
+if [ ! -f "$venv/.complete" ]; then
+  echo "setup_env: creating $venv (torch and the XLA CPU plugin; first time only)" >&2
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/python/requirements.txt" >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --require-hashes \
+    -r "$root/python/requirements-plugin.txt" >&2
+  touch "$venv/.complete"
+fi
+# The editable install points at one clone; redo it when this clone is another.
+if [ "$(cat "$venv/.clone" 2>/dev/null)" != "$root" ]; then
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$root/python" >&2
+  echo "$root" > "$venv/.clone"
+fi
+echo "$venv"
