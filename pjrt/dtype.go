@@ -57,7 +57,7 @@ var dtypeInfo = map[DType]struct {
 	F8E4M3B11FNUZ: {"f8e4m3b11fnuz", 1}, F8E5M2FNUZ: {"f8e5m2fnuz", 1},
 	F8E4M3FNUZ: {"f8e4m3fnuz", 1}, F8E4M3: {"f8e4m3", 1}, F8E3M4: {"f8e3m4", 1},
 	F8E8M0FNU: {"f8e8m0fnu", 1},
-	S4: {"s4", 1}, U4: {"u4", 1}, S2: {"s2", 1}, U2: {"u2", 1},
+	S4:        {"s4", 1}, U4: {"u4", 1}, S2: {"s2", 1}, U2: {"u2", 1},
 	F4E2M1FN: {"f4e2m1fn", 1}, Token: {"token", 0},
 }
 

@@ -27,8 +27,10 @@ type Executable struct {
 var errExecDestroyed = errors.New("pjrt: executable is destroyed")
 
 // Compile compiles a StableHLO module, given as MLIR text or bytecode
-// (program format "mlir"), with a serialized xla.CompileOptionsProto; nil
-// compileOptions means DefaultCompileOptions().
+// (program format "mlir"), with a serialized xla.CompileOptionsProto. Empty
+// compileOptions (nil or zero length) mean DefaultCompileOptions(): an empty
+// proto is not passed on, because the XLA CPU plugin aborts the process on
+// one (it asks for a device assignment of zero replicas).
 func (c *Client) Compile(mlir string, compileOptions []byte) (*Executable, error) {
 	cc, err := c.handle()
 	if err != nil {
@@ -37,7 +39,7 @@ func (c *Client) Compile(mlir string, compileOptions []byte) (*Executable, error
 	if len(mlir) == 0 {
 		return nil, errors.New("pjrt: compile: empty program")
 	}
-	if compileOptions == nil {
+	if len(compileOptions) == 0 {
 		compileOptions = DefaultCompileOptions()
 	}
 	format := C.CString("mlir")
@@ -114,9 +116,10 @@ func (x *Executable) Devices() []int { return append([]int{}, x.devices...) }
 // Execute launches the executable on the device with index device and
 // returns at once with one Buffer per result and an event that completes when
 // the execution does. The caller owns the outputs and the event. When device
-// is one the executable was compiled for, the compile-time assignment is
-// used; otherwise the plugin is asked to run on that device, which needs an
-// executable compiled as portable (see CompileOptions).
+// is the one the executable was compiled for, the compile-time assignment is
+// used; an executable compiled as portable (CompileOptions(true)) runs on any
+// addressable device, and asking a non-portable one for another device is an
+// error. Arguments must live on the chosen device.
 func (x *Executable) Execute(args []*Buffer, device int) ([]*Buffer, *Event, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -131,8 +134,11 @@ func (x *Executable) Execute(args []*Buffer, device int) ([]*Buffer, *Event, err
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(x.devices) == 1 && x.devices[0] == device {
+	switch {
+	case len(x.devices) == 1 && x.devices[0] == device:
 		dev = nil // the compile-time assignment is this device
+	case len(x.devices) == 1:
+		return nil, nil, fmt.Errorf("pjrt: execute: executable is compiled for device %d, not device %d; compile with CompileOptions(true) to run it on any device", x.devices[0], device)
 	}
 	cargs := make([]*C.PJRT_Buffer, len(args))
 	locked := make(map[*Buffer]bool, len(args))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -303,6 +304,10 @@ func TestCompileExecute(t *testing.T) {
 			t.Errorf("out[%d] = %v, want %v", i, got[i], want)
 		}
 	}
+	// Empty options (which the CPU plugin cannot take) mean the defaults.
+	if xe := compile(t, c, addModule, []byte{}); xe.NumOutputs() != 1 {
+		t.Errorf("NumOutputs() = %d", xe.NumOutputs())
+	}
 	// nil options mean the defaults.
 	x2 := compile(t, c, addModule, nil)
 	got2 := bytesF32(download(t, run(t, x2, []*Buffer{ba, ba}, 0)[0]))
@@ -441,6 +446,27 @@ func TestMultiDevice(t *testing.T) {
 	if _, _, err := x.Execute([]*Buffer{ba, ba}, 2); err == nil {
 		t.Error("Execute on a device out of range succeeded")
 	}
+	if got := x.Devices(); len(got) != 0 {
+		t.Errorf("portable executable has devices %v", got)
+	}
+	// A default (non-portable) executable is bound to device 0.
+	x0 := compile(t, c, addModule, nil)
+	if got := x0.Devices(); len(got) != 1 || got[0] != 0 {
+		t.Errorf("default executable devices = %v, want [0]", got)
+	}
+	if _, _, err := x0.Execute([]*Buffer{ba, ba}, 1); err == nil || !strings.Contains(err.Error(), "CompileOptions(true)") {
+		t.Errorf("non-portable Execute on device 1: %v", err)
+	}
+	// Portable executables also run on device 0, with arguments there.
+	b0 := upload(t, c, f32Bytes(a), F32, []int64{2, 3}, 0)
+	outs0 := run(t, x, []*Buffer{b0, b0}, 0)
+	if outs0[0].Device() != 0 {
+		t.Errorf("output on device %d, want 0", outs0[0].Device())
+	}
+	// Arguments on the wrong device are the plugin's error, not a crash.
+	if _, _, err := x.Execute([]*Buffer{ba, ba}, 0); err == nil {
+		t.Error("Execute with arguments on another device succeeded")
+	}
 }
 
 func TestCompileOptionsEncoding(t *testing.T) {
@@ -451,4 +477,47 @@ func TestCompileOptionsEncoding(t *testing.T) {
 	if got := CompileOptions(true); !bytes.Equal(got, append(want, 0x20, 0x01)) {
 		t.Fatalf("CompileOptions(true) = %x", got)
 	}
+}
+
+func TestConcurrentExecute(t *testing.T) {
+	c := newClient(t, ClientOptions{})
+	x := compile(t, c, addModule, nil)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for it := 0; it < 20; it++ {
+				a := []float32{float32(g), 1, 2, 3, 4, float32(it)}
+				ba, err := c.BufferFromHost(f32Bytes(a), F32, []int64{2, 3}, 0)
+				if err != nil {
+					t.Errorf("BufferFromHost: %v", err)
+					return
+				}
+				outs, ev, err := x.Execute([]*Buffer{ba, ba}, 0)
+				if err != nil {
+					ba.Destroy()
+					t.Errorf("Execute: %v", err)
+					return
+				}
+				dst := make([]byte, outs[0].Size())
+				// ToHost waits for the execution without awaiting the event.
+				if err := outs[0].ToHost(dst); err != nil {
+					t.Errorf("ToHost: %v", err)
+				}
+				for i, v := range bytesF32(dst) {
+					if v != 2*a[i] {
+						t.Errorf("goroutine %d: [%d] = %v, want %v", g, i, v, 2*a[i])
+					}
+				}
+				if err := ev.Await(); err != nil {
+					t.Errorf("Await: %v", err)
+				}
+				ev.Destroy()
+				outs[0].Destroy()
+				ba.Destroy()
+			}
+		}(g)
+	}
+	wg.Wait()
 }
