@@ -83,6 +83,9 @@ typedef struct {
   int64_t sizes[TTPU_MAX_DIMS];
 } ttpu_out;
 
+/* The Go side includes the types only (cgo writes its own prototypes). */
+#ifndef TTPU_TYPES_ONLY
+
 /* ttpu_init loads the PJRT plugin at plugin_path and creates the client. It is
  * idempotent; after a failure every device call reports the same error. */
 ttpu_status ttpu_init(const char* plugin_path, int32_t cpu_device_count, char* err, int64_t errlen);
@@ -143,6 +146,8 @@ int64_t ttpu_memory_allocated(void);
 
 /* ttpu_mark_forked makes every later device call fail (called in a forked child). */
 void ttpu_mark_forked(void);
+
+#endif /* TTPU_TYPES_ONLY */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,214 @@
+// Command bridge is the C ABI of libtorchtpu.so (see torchtpu.h): it
+// marshals plain C structs into engine calls, recovers every panic into an
+// error code and message, and holds no logic of its own.
+package main
+
+/*
+#include <stdint.h>
+#include <string.h>
+#define TTPU_TYPES_ONLY
+#include "torchtpu.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"unsafe"
+
+	"torchtpu/dispatch"
+	"torchtpu/engine"
+)
+
+func main() {}
+
+var eng = engine.New()
+
+// setErr copies msg into the caller's buffer, NUL-terminated and truncated.
+func setErr(buf *C.char, n C.int64_t, msg string) {
+	if buf == nil || n <= 0 {
+		return
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
+	k := copy(dst[:len(dst)-1], msg)
+	dst[k] = 0
+}
+
+// guard runs f, turning an error or a panic into TTPU_ERROR plus a message.
+func guard(buf *C.char, n C.int64_t, f func() error) (status C.ttpu_status) {
+	defer func() {
+		if r := recover(); r != nil {
+			setErr(buf, n, fmt.Sprintf("torchtpu: internal error: %v", r))
+			status = C.TTPU_ERROR
+		}
+	}()
+	if err := f(); err != nil {
+		setErr(buf, n, err.Error())
+		return C.TTPU_ERROR
+	}
+	return C.TTPU_OK
+}
+
+//export ttpu_init
+func ttpu_init(path *C.char, cpuDevices C.int32_t, err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, func() error { return eng.Init(C.GoString(path), int(cpuDevices)) })
+}
+
+//export ttpu_device_count
+func ttpu_device_count() C.int32_t { return C.int32_t(eng.DeviceCount()) }
+
+//export ttpu_alloc
+func ttpu_alloc(nbytes C.int64_t, device C.int32_t, addr *C.uint64_t, err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, func() error {
+		a, e := eng.Alloc(int64(nbytes), int(device))
+		*addr = C.uint64_t(a)
+		return e
+	})
+}
+
+//export ttpu_free
+func ttpu_free(addr C.uint64_t) {
+	defer func() { recover() }()
+	eng.Free(uint64(addr))
+}
+
+//export ttpu_has_rule
+func ttpu_has_rule(op *C.char) C.int32_t {
+	if eng.HasRule(C.GoString(op)) {
+		return 1
+	}
+	return 0
+}
+
+//export ttpu_op
+func ttpu_op(op *C.char, args *C.ttpu_arg, nargs C.int32_t, outs *C.ttpu_out, maxouts C.int32_t, nouts *C.int32_t, err *C.char, errlen C.int64_t) (status C.ttpu_status) {
+	*nouts = 0
+	name := C.GoString(op)
+	var resize *engine.ResizeError
+	status = guard(err, errlen, func() error {
+		goArgs := marshalArgs(unsafe.Slice(args, int(nargs)))
+		res, e := eng.Op(name, goArgs)
+		if errors.Is(e, engine.ErrNoRule) {
+			return e
+		}
+		if errors.As(e, &resize) {
+			return nil
+		}
+		if e != nil {
+			return e
+		}
+		if len(res) > int(maxouts) {
+			return fmt.Errorf("%s: %d results exceed the %d the caller allows", name, len(res), maxouts)
+		}
+		dst := unsafe.Slice(outs, int(maxouts))
+		for i, r := range res {
+			fillOut(&dst[i], r.Addr, r.NBytes, r.DType, r.Sizes)
+		}
+		*nouts = C.int32_t(len(res))
+		return nil
+	})
+	if status == C.TTPU_ERROR && !eng.HasRule(name) {
+		return C.TTPU_NO_RULE
+	}
+	if status == C.TTPU_OK && resize != nil {
+		if len(resize.Sizes) > int(maxouts) {
+			setErr(err, errlen, name+": too many out= arguments")
+			return C.TTPU_ERROR
+		}
+		dst := unsafe.Slice(outs, int(maxouts))
+		for i, s := range resize.Sizes {
+			fillOut(&dst[i], 0, 0, 0, s)
+		}
+		*nouts = C.int32_t(len(resize.Sizes))
+		return C.TTPU_NEEDS_RESIZE
+	}
+	return status
+}
+
+func fillOut(o *C.ttpu_out, addr uint64, nbytes int64, d dispatch.DType, sizes []int64) {
+	o.data = C.uint64_t(addr)
+	o.nbytes = C.int64_t(nbytes)
+	o.dtype = C.int32_t(d)
+	o.ndim = C.int32_t(len(sizes))
+	for i, s := range sizes {
+		o.sizes[i] = C.int64_t(s)
+	}
+}
+
+//export ttpu_from_host
+func ttpu_from_host(dst *C.ttpu_tensor, src unsafe.Pointer, nbytes C.int64_t, err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, func() error {
+		t := tensorDesc(dst)
+		data := unsafe.Slice((*byte)(src), int(nbytes))
+		return eng.FromHost(t, data)
+	})
+}
+
+//export ttpu_to_host
+func ttpu_to_host(src *C.ttpu_tensor, dst unsafe.Pointer, nbytes C.int64_t, err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, func() error {
+		t := tensorDesc(src)
+		data := unsafe.Slice((*byte)(dst), int(nbytes))
+		return eng.ToHost(t, data)
+	})
+}
+
+//export ttpu_storage_copy
+func ttpu_storage_copy(dst, src C.uint64_t, nbytes C.int64_t, err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, func() error { return eng.StorageCopy(uint64(dst), uint64(src), int64(nbytes)) })
+}
+
+//export ttpu_synchronize
+func ttpu_synchronize(err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, eng.Synchronize)
+}
+
+//export ttpu_note_fallback
+func ttpu_note_fallback(op *C.char) C.int32_t {
+	if eng.NoteFallback(C.GoString(op)) {
+		return 1
+	}
+	return 0
+}
+
+//export ttpu_fallback_is_error
+func ttpu_fallback_is_error() C.int32_t {
+	if os.Getenv("TORCHTPU_FALLBACK") == "error" {
+		return 1
+	}
+	return 0
+}
+
+//export ttpu_set_mode
+func ttpu_set_mode(mode *C.char, err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, func() error {
+		m, e := engine.ParseMode(C.GoString(mode))
+		if e != nil {
+			return e
+		}
+		return eng.SetMode(m)
+	})
+}
+
+//export ttpu_get_mode
+func ttpu_get_mode(buf *C.char, n C.int64_t) { setErr(buf, n, eng.Mode().String()) }
+
+//export ttpu_metrics_json
+func ttpu_metrics_json(buf *C.char, n C.int64_t) C.int64_t {
+	js := eng.MetricsJSON()
+	setErr(buf, n, string(js))
+	return C.int64_t(len(js) + 1)
+}
+
+//export ttpu_reset_metrics
+func ttpu_reset_metrics() { eng.ResetMetrics() }
+
+//export ttpu_live_storages
+func ttpu_live_storages() C.int64_t { return C.int64_t(eng.LiveStorages()) }
+
+//export ttpu_memory_allocated
+func ttpu_memory_allocated() C.int64_t { return C.int64_t(eng.MemoryAllocated()) }
+
+//export ttpu_mark_forked
+func ttpu_mark_forked() { eng.MarkForked() }

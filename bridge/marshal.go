@@ -1,0 +1,71 @@
+package main
+
+/*
+#define TTPU_TYPES_ONLY
+#include "torchtpu.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"torchtpu/dispatch"
+	"torchtpu/engine"
+)
+
+// tensorDesc copies a C tensor description into Go memory.
+func tensorDesc(t *C.ttpu_tensor) *engine.TensorDesc {
+	n := int(t.ndim)
+	d := &engine.TensorDesc{
+		Addr:    uint64(t.data),
+		Offset:  int64(t.offset),
+		DType:   dispatch.DType(t.dtype),
+		Sizes:   make([]int64, n),
+		Strides: make([]int64, n),
+		CPU:     t.device == C.TTPU_DEV_CPU,
+	}
+	for i := 0; i < n; i++ {
+		d.Sizes[i] = int64(t.sizes[i])
+		d.Strides[i] = int64(t.strides[i])
+	}
+	if d.CPU && t.host != nil && d.DType.Supported() {
+		d.Host = C.GoBytes(t.host, C.int(d.DType.Size()))
+	}
+	return d
+}
+
+// marshalArgs copies the C argument array into dispatch arguments.
+func marshalArgs(cargs []C.ttpu_arg) []dispatch.Arg {
+	args := make([]dispatch.Arg, len(cargs))
+	for i := range cargs {
+		a := &cargs[i]
+		g := dispatch.Arg{Kind: dispatch.ArgKind(a.kind), Int: int64(a.i), Double: float64(a.d)}
+		n := int(a.n)
+		switch g.Kind {
+		case dispatch.ArgTensor:
+			n = 1
+			fallthrough
+		case dispatch.ArgTensorList:
+			ts := unsafe.Slice(a.tensors, n)
+			for k := range ts {
+				td := tensorDesc(&ts[k])
+				g.Tensors = append(g.Tensors, td.Meta())
+				g.Handles = append(g.Handles, td)
+			}
+		case dispatch.ArgIntList, dispatch.ArgBoolList:
+			g.Ints = make([]int64, n)
+			for k, v := range unsafe.Slice(a.ints, n) {
+				g.Ints[k] = int64(v)
+			}
+		case dispatch.ArgDoubleList:
+			g.Doubles = make([]float64, n)
+			for k, v := range unsafe.Slice(a.doubles, n) {
+				g.Doubles[k] = float64(v)
+			}
+		case dispatch.ArgString:
+			g.Str = C.GoString(a.str)
+		}
+		args[i] = g
+	}
+	return args
+}

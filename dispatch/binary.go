@@ -1,0 +1,173 @@
+package dispatch
+
+import "torchtpu/hlo"
+
+// arith builds a rule for a promoting binary op on arguments 0 and 1.
+func arith(op func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error), intToFloat bool) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		d := c.resultType(0, 1)
+		if intToFloat && !d.IsFloat() {
+			d = Float32
+		}
+		vs, _, err := c.broadcastArgs(d, 0, 1)
+		if err != nil {
+			return nil, err
+		}
+		r, err := op(c.B, vs[0], vs[1], d)
+		if err != nil {
+			return nil, err
+		}
+		return []*hlo.Value{r}, nil
+	}
+}
+
+// addSub builds add or sub with the alpha multiplier of argument 2.
+func addSub(sub bool) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		d := c.resultType(0, 1)
+		alpha := c.Float(2, 1)
+		if d == Bool && sub {
+			return nil, Errorf("subtraction, the `-` operator, with two bool tensors is not supported; use `^` or logical_xor() instead")
+		}
+		if !d.IsFloat() && alpha != float64(int64(alpha)) {
+			return nil, Errorf("for integral input tensors, argument alpha must not be a floating point number")
+		}
+		vs, _, err := c.broadcastArgs(d, 0, 1)
+		if err != nil {
+			return nil, err
+		}
+		y := vs[1]
+		if alpha != 1 {
+			y = c.B.Mul(y, c.B.BroadcastTo(c.R.Scalar(alpha, d.Elem()), y.T.Shape))
+		}
+		if d == Bool {
+			return []*hlo.Value{c.B.Or(vs[0], y)}, nil
+		}
+		if sub {
+			return []*hlo.Value{c.B.Sub(vs[0], y)}, nil
+		}
+		return []*hlo.Value{c.B.Add(vs[0], y)}, nil
+	}
+}
+
+func mulOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
+	if d == Bool {
+		return b.And(x, y), nil
+	}
+	return b.Mul(x, y), nil
+}
+
+func trueDiv(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) { return b.Div(x, y), nil }
+
+// divMode implements div with rounding_mode (argument 2): None, "trunc" or "floor".
+func divMode(c *Ctx) ([]*hlo.Value, error) {
+	mode := c.Str(2, "")
+	if mode == "" {
+		return arith(trueDiv, true)(c)
+	}
+	d := c.resultType(0, 1)
+	vs, _, err := c.broadcastArgs(d, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	b, x, y := c.B, vs[0], vs[1]
+	switch mode {
+	case "trunc":
+		q := b.Div(x, y)
+		if d.IsFloat() {
+			q = truncFloat(b, q)
+		}
+		return []*hlo.Value{q}, nil
+	case "floor":
+		return []*hlo.Value{floorDiv(b, x, y, d)}, nil
+	}
+	return nil, Errorf("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'", mode)
+}
+
+func truncFloat(b *hlo.Builder, q *hlo.Value) *hlo.Value {
+	zero := b.BroadcastTo(b.Scalar(q.T.Elem, 0), q.T.Shape)
+	return b.Select(b.Compare(hlo.LT, q, zero), b.Ceil(q), b.Floor(q))
+}
+
+// floorDiv rounds the quotient toward negative infinity, as Python's //.
+func floorDiv(b *hlo.Builder, x, y *hlo.Value, d DType) *hlo.Value {
+	if d.IsFloat() {
+		return b.Floor(b.Div(x, y))
+	}
+	q := b.Div(x, y)
+	r := b.Rem(x, y)
+	zero := b.BroadcastTo(b.Scalar(d.Elem(), 0), x.T.Shape)
+	one := b.BroadcastTo(b.Scalar(d.Elem(), 1), x.T.Shape)
+	signsDiffer := b.Xor(b.Compare(hlo.LT, r, zero), b.Compare(hlo.LT, y, zero))
+	adjust := b.And(b.Compare(hlo.NE, r, zero), signsDiffer)
+	return b.Select(adjust, b.Sub(q, one), q)
+}
+
+// remainderOp is Python's %: the result takes the divisor's sign.
+func remainderOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
+	r := b.Rem(x, y)
+	zero := b.BroadcastTo(b.Scalar(d.Elem(), 0), x.T.Shape)
+	signsDiffer := b.Xor(b.Compare(hlo.LT, r, zero), b.Compare(hlo.LT, y, zero))
+	adjust := b.And(b.Compare(hlo.NE, r, zero), signsDiffer)
+	return b.Select(adjust, b.Add(r, y), r), nil
+}
+
+func fmodOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) { return b.Rem(x, y), nil }
+
+func powOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
+	if d == Bool {
+		return nil, Errorf("pow is not implemented for bool tensors")
+	}
+	return b.Pow(x, y), nil
+}
+
+func maxOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
+	if d == Bool {
+		return b.Or(x, y), nil
+	}
+	return b.Max(x, y), nil
+}
+
+func minOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
+	if d == Bool {
+		return b.And(x, y), nil
+	}
+	return b.Min(x, y), nil
+}
+
+func atan2Op(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) { return b.Atan2(x, y), nil }
+
+func bitwise(f func(b *hlo.Builder, x, y *hlo.Value) *hlo.Value, name string) func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
+	return func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
+		if d.IsFloat() {
+			return nil, Errorf("\"%s\" is not implemented for '%s'", name, d)
+		}
+		return f(b, x, y), nil
+	}
+}
+
+func init() {
+	def("aten::add.Tensor", addSub(false))
+	def("aten::add.Scalar", addSub(false), "aten::add.Scalar_out")
+	def("aten::sub.Tensor", addSub(true))
+	def("aten::sub.Scalar", addSub(true), "aten::sub.Scalar_out")
+	def("aten::mul.Tensor", arith(mulOp, false))
+	def("aten::mul.Scalar", arith(mulOp, false), "aten::mul.Scalar_out")
+	def("aten::div.Tensor", arith(trueDiv, true))
+	def("aten::div.Scalar", arith(trueDiv, true), "aten::div.Scalar_out")
+	def("aten::div.Tensor_mode", divMode, "aten::div.out_mode")
+	def("aten::div.Scalar_mode", divMode, "aten::div.Scalar_mode_out")
+	def("aten::remainder.Tensor", arith(remainderOp, false), "aten::remainder.Tensor_out")
+	def("aten::remainder.Scalar", arith(remainderOp, false), "aten::remainder.Scalar_out")
+	def("aten::fmod.Tensor", arith(fmodOp, false), "aten::fmod.Tensor_out")
+	def("aten::fmod.Scalar", arith(fmodOp, false), "aten::fmod.Scalar_out")
+	def("aten::pow.Tensor_Tensor", arith(powOp, false), "aten::pow.Tensor_Tensor_out")
+	def("aten::pow.Tensor_Scalar", arith(powOp, false), "aten::pow.Tensor_Scalar_out")
+	def("aten::pow.Scalar", arith(powOp, false), "aten::pow.Scalar_out")
+	def("aten::maximum", arith(maxOp, false))
+	def("aten::minimum", arith(minOp, false))
+	def("aten::atan2", arith(atan2Op, true))
+	def("aten::bitwise_and.Tensor", arith(bitwise((*hlo.Builder).And, "bitwise_and"), false), "aten::bitwise_and.Tensor_out")
+	def("aten::bitwise_or.Tensor", arith(bitwise((*hlo.Builder).Or, "bitwise_or"), false), "aten::bitwise_or.Tensor_out")
+	def("aten::bitwise_xor.Tensor", arith(bitwise((*hlo.Builder).Xor, "bitwise_xor"), false), "aten::bitwise_xor.Tensor_out")
+}

@@ -1,0 +1,81 @@
+// Package dispatch is the op table: for each ATen overload a rule that checks
+// shapes and dtypes with PyTorch's semantics and lowers the op to StableHLO.
+// In-place and out= variants are derived from the functional rule.
+package dispatch
+
+import (
+	"fmt"
+
+	"torchtpu/hlo"
+)
+
+// DType is a c10::ScalarType code.
+type DType int32
+
+// The ScalarType codes torchtpu supports.
+const (
+	Uint8    DType = 0
+	Int8     DType = 1
+	Int16    DType = 2
+	Int32    DType = 3
+	Int64    DType = 4
+	Float16  DType = 5
+	Float32  DType = 6
+	Float64  DType = 7
+	Bool     DType = 11
+	BFloat16 DType = 15
+	// Undefined marks "no dtype yet" in promotion.
+	Undefined DType = -1
+)
+
+var dtypeInfo = map[DType]struct {
+	name string
+	elem hlo.Elem
+	size int
+}{
+	Uint8: {"uint8", hlo.U8, 1}, Int8: {"int8", hlo.S8, 1}, Int16: {"int16", hlo.S16, 2},
+	Int32: {"int32", hlo.S32, 4}, Int64: {"int64", hlo.S64, 8}, Float16: {"float16", hlo.F16, 2},
+	Float32: {"float32", hlo.F32, 4}, Float64: {"float64", hlo.F64, 8}, Bool: {"bool", hlo.Pred, 1},
+	BFloat16: {"bfloat16", hlo.BF16, 2},
+}
+
+// Supported reports whether d is a dtype the device can hold.
+func (d DType) Supported() bool { _, ok := dtypeInfo[d]; return ok }
+
+// String returns PyTorch's name of d, e.g. "float32".
+func (d DType) String() string {
+	if i, ok := dtypeInfo[d]; ok {
+		return i.name
+	}
+	return fmt.Sprintf("dtype(%d)", int32(d))
+}
+
+// Elem returns the StableHLO element type of d.
+func (d DType) Elem() hlo.Elem { return dtypeInfo[d].elem }
+
+// Size returns the bytes per element of d.
+func (d DType) Size() int { return dtypeInfo[d].size }
+
+// IsFloat reports whether d is a floating-point dtype.
+func (d DType) IsFloat() bool { return d == Float16 || d == BFloat16 || d == Float32 || d == Float64 }
+
+// IsIntegral reports whether d is an integer dtype, counting bool when withBool.
+func (d DType) IsIntegral(withBool bool) bool {
+	switch d {
+	case Uint8, Int8, Int16, Int32, Int64:
+		return true
+	case Bool:
+		return withBool
+	}
+	return false
+}
+
+// FromElem returns the dtype whose element type is e.
+func FromElem(e hlo.Elem) DType {
+	for d, i := range dtypeInfo {
+		if i.elem == e {
+			return d
+		}
+	}
+	panic("dispatch: no dtype for element type " + string(e))
+}

@@ -1,0 +1,65 @@
+package dispatch
+
+import (
+	"math"
+
+	"torchtpu/hlo"
+)
+
+// fillScalar is fill.Scalar(self, value): self's shape and dtype filled with value.
+func fillScalar(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	v := c.Value(1, m.DType)
+	if c.IsTensor(1) && c.Meta(1).Rank() != 0 {
+		return nil, Errorf("fill_ only supports 0-dimension value tensor but got tensor with %d dimensions", c.Meta(1).Rank())
+	}
+	return []*hlo.Value{c.B.BroadcastTo(v, m.Sizes)}, nil
+}
+
+// zero is zero(self): zeros of self's shape and dtype.
+func zero(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	return []*hlo.Value{full(c.B, m.DType, m.Sizes, 0)}, nil
+}
+
+// ArangeLength returns the element count of arange(start, end, step), or an error.
+func ArangeLength(start, end, step float64) (int64, error) {
+	if step == 0 {
+		return 0, Errorf("step must be nonzero")
+	}
+	if math.IsNaN(start) || math.IsNaN(end) || math.IsInf(start, 0) || math.IsInf(end, 0) {
+		return 0, Errorf("unsupported range: %v -> %v", start, end)
+	}
+	if (step > 0 && end < start) || (step < 0 && end > start) {
+		return 0, Errorf("upper bound and larger bound inconsistent with step sign")
+	}
+	return int64(math.Ceil((end - start) / step)), nil
+}
+
+// arangeOut is arange.start_out(start, end, step, *, out): the out tensor's
+// dtype decides the result's; start + i*step is computed in that dtype (in
+// float64 for integer dtypes, then converted).
+func arangeOut(c *Ctx) ([]*hlo.Value, error) {
+	start, end, step := c.Float(0, 0), c.Float(1, 0), c.Float(2, 1)
+	n, err := ArangeLength(start, end, step)
+	if err != nil {
+		return nil, err
+	}
+	d := c.Meta(3).DType
+	acc := Float64
+	if d.IsFloat() && d != Float64 {
+		acc = Float32
+	}
+	b := c.B
+	i := b.Convert(b.Iota(hlo.T(hlo.S64, n), 0), acc.Elem())
+	sv := b.BroadcastTo(c.R.Scalar(start, acc.Elem()), []int64{n})
+	st := b.BroadcastTo(c.R.Scalar(step, acc.Elem()), []int64{n})
+	return []*hlo.Value{b.Convert(b.Add(sv, b.Mul(i, st)), d.Elem())}, nil
+}
+
+func init() {
+	def("aten::fill.Scalar", fillScalar, "")
+	def("aten::fill.Tensor", fillScalar, "")
+	def("aten::zero", zero, "")
+	alias("aten::arange.start_out", &Rule{Name: "aten::arange.start_out", Fn: arangeOut}, OutVariant)
+}

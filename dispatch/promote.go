@@ -1,0 +1,115 @@
+package dispatch
+
+// category orders dtypes the way PyTorch's promotion does: bool < integer < float.
+func category(d DType) int {
+	switch {
+	case d == Bool:
+		return 0
+	case d.IsIntegral(false):
+		return 1
+	case d.IsFloat():
+		return 2
+	}
+	return -1
+}
+
+// PromoteTypes returns the smallest dtype both a and b convert to without
+// losing category, as torch.promote_types does.
+func PromoteTypes(a, b DType) DType {
+	if a == Undefined {
+		return b
+	}
+	if b == Undefined || a == b {
+		return a
+	}
+	ca, cb := category(a), category(b)
+	if ca != cb {
+		if ca > cb {
+			return a
+		}
+		return b
+	}
+	if ca == 2 {
+		if (a == Float16 && b == BFloat16) || (a == BFloat16 && b == Float16) {
+			return Float32
+		}
+		if a.Size() >= b.Size() {
+			return a
+		}
+		return b
+	}
+	// Integers: uint8 with a signed type needs a wider signed type.
+	if a == Uint8 || b == Uint8 {
+		other := a
+		if a == Uint8 {
+			other = b
+		}
+		if other == Int8 {
+			return Int16
+		}
+		return other
+	}
+	if a.Size() >= b.Size() {
+		return a
+	}
+	return b
+}
+
+// Operand kinds of result-type computation, in PyTorch's priority order.
+const (
+	KindDim     = iota // a tensor with at least one dimension
+	KindZeroDim        // a zero-dimensional tensor
+	KindWrapped        // a Python number
+)
+
+// Operand is one input of ResultType.
+type Operand struct {
+	DType DType
+	Kind  int
+}
+
+// ResultType computes torch.result_type over operands: dimensioned tensors
+// win over zero-dimensional ones, which win over Python numbers, except that a
+// lower-priority operand of a higher category lifts the result to its category
+// (a Python float with an integer tensor gives the default float dtype).
+func ResultType(ops ...Operand) DType {
+	state := [3]DType{Undefined, Undefined, Undefined}
+	for _, o := range ops {
+		d := o.DType
+		if o.Kind == KindWrapped {
+			switch {
+			case d.IsFloat():
+				d = Float32 // the default dtype
+			case d.IsIntegral(false):
+				d = Int64
+			}
+		}
+		state[o.Kind] = PromoteTypes(state[o.Kind], d)
+	}
+	return combine(combine(state[KindDim], state[KindZeroDim]), state[KindWrapped])
+}
+
+func combine(higher, lower DType) DType {
+	if higher == Undefined {
+		return lower
+	}
+	if lower == Undefined {
+		return higher
+	}
+	if category(higher) >= category(lower) {
+		return higher
+	}
+	return PromoteTypes(higher, lower)
+}
+
+// CanCast reports whether a result of dtype from may be written to dtype to
+// (PyTorch's canCast: no float to integral, no non-bool to bool).
+func CanCast(from, to DType) bool {
+	if from.IsFloat() && to.IsIntegral(true) {
+		return false
+	}
+	if from != Bool && to == Bool {
+		return false
+	}
+	return true
+}

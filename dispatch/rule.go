@@ -1,0 +1,208 @@
+package dispatch
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"torchtpu/hlo"
+)
+
+// Reader gives rules the values of tensor arguments. The engine implements it.
+type Reader interface {
+	// Read returns the value of the tensor named by handle (a view resolved
+	// against its storage), in the current graph.
+	Read(handle any) *hlo.Value
+	// Scalar returns a rank-0 runtime input holding v as element type e, so a
+	// changing number does not change the compiled program.
+	Scalar(v float64, e hlo.Elem) *hlo.Value
+	// Int64s reads the values of an integer tensor argument to the host. It is
+	// a sync point: rules use it only to check indices at the call site.
+	Int64s(handle any) ([]int64, error)
+}
+
+// Ctx is what a rule sees: the builder, the arguments and the reader.
+type Ctx struct {
+	Op   string
+	B    *hlo.Builder
+	Args []Arg
+	R    Reader
+}
+
+// Fn is a rule: it checks the arguments (returning an error that says why
+// they are wrong) and emits the op's results into c.B.
+type Fn func(c *Ctx) ([]*hlo.Value, error)
+
+// Rule is one entry of the op table.
+type Rule struct {
+	Name string
+	Fn   Fn
+	// DataDependent marks ops whose output shape depends on values.
+	DataDependent bool
+}
+
+// Variant says how a table name relates to its functional rule.
+type Variant int
+
+// Variants of an op name.
+const (
+	Functional Variant = iota
+	Inplace            // writes result 0 into argument 0
+	OutVariant         // writes results into the trailing out= arguments
+)
+
+// Entry is a resolved table lookup.
+type Entry struct {
+	Rule    *Rule
+	Variant Variant
+}
+
+var table = map[string]Entry{}
+
+// def registers a functional rule under name and derives its in-place name
+// (name with "_" after the base) and out= name ("<base>.out" unless given).
+func def(name string, fn Fn, outNames ...string) *Rule {
+	r := &Rule{Name: name, Fn: fn}
+	put(name, Entry{r, Functional})
+	base, overload, _ := strings.Cut(name, ".")
+	inplace := base + "_"
+	if overload != "" {
+		inplace += "." + overload
+	}
+	if _, exists := table[inplace]; !exists {
+		put(inplace, Entry{r, Inplace})
+	}
+	if len(outNames) == 0 {
+		outNames = []string{base + ".out"}
+	}
+	for _, o := range outNames {
+		if o != "" {
+			if _, exists := table[o]; !exists {
+				put(o, Entry{r, OutVariant})
+			}
+		}
+	}
+	return r
+}
+
+// alias registers name as the same functional rule as an existing one.
+func alias(name string, r *Rule, v Variant) { put(name, Entry{r, v}) }
+
+func put(name string, e Entry) { table[name] = e }
+
+// Lookup finds the rule for a full overload name such as "aten::add.Tensor".
+func Lookup(name string) (Entry, bool) {
+	e, ok := table[name]
+	return e, ok
+}
+
+// Names returns every name in the table, sorted.
+func Names() []string {
+	names := make([]string, 0, len(table))
+	for n := range table {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Errorf builds a rule error; the engine adds the op name and arguments.
+func Errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// Meta returns the meta of tensor argument i.
+func (c *Ctx) Meta(i int) TensorMeta { return c.Args[i].Tensors[0] }
+
+// T returns the value of tensor argument i.
+func (c *Ctx) T(i int) *hlo.Value { return c.R.Read(c.Args[i].Handles[0]) }
+
+// List returns the values of the tensor-list argument i (nil for undefined entries).
+func (c *Ctx) List(i int) []*hlo.Value {
+	a := c.Args[i]
+	vs := make([]*hlo.Value, len(a.Handles))
+	for k, h := range a.Handles {
+		if a.Tensors[k].Defined {
+			vs[k] = c.R.Read(h)
+		}
+	}
+	return vs
+}
+
+// Has reports whether argument i is present and not None.
+func (c *Ctx) Has(i int) bool { return i < len(c.Args) && c.Args[i].Kind != ArgNone }
+
+// Int returns integer argument i, or def when absent.
+func (c *Ctx) Int(i int, def int64) int64 {
+	if !c.Has(i) {
+		return def
+	}
+	return c.Args[i].Int
+}
+
+// Bool returns boolean argument i, or def when absent.
+func (c *Ctx) Bool(i int, def bool) bool {
+	if !c.Has(i) {
+		return def
+	}
+	return c.Args[i].Int != 0
+}
+
+// Float returns numeric argument i as float64, or def when absent.
+func (c *Ctx) Float(i int, def float64) float64 {
+	if !c.Has(i) {
+		return def
+	}
+	return c.Args[i].Value()
+}
+
+// Ints returns int-list argument i, or def when absent.
+func (c *Ctx) Ints(i int, def []int64) []int64 {
+	if !c.Has(i) {
+		return def
+	}
+	return c.Args[i].Ints
+}
+
+// Str returns string argument i, or def when absent.
+func (c *Ctx) Str(i int, def string) string {
+	if !c.Has(i) {
+		return def
+	}
+	return c.Args[i].Str
+}
+
+// IsTensor reports whether argument i is a tensor.
+func (c *Ctx) IsTensor(i int) bool { return i < len(c.Args) && c.Args[i].Kind == ArgTensor }
+
+// DTypeArg returns the optional dtype argument i, or def when absent.
+func (c *Ctx) DTypeArg(i int, def DType) (DType, error) {
+	if !c.Has(i) {
+		return def, nil
+	}
+	d := DType(c.Args[i].Int)
+	if !d.Supported() {
+		return 0, Errorf("dtype %s is not supported on tpu", d)
+	}
+	return d, nil
+}
+
+// Operand returns argument i as a result-type operand.
+func (c *Ctx) Operand(i int) Operand {
+	a := c.Args[i]
+	if a.Kind == ArgTensor {
+		m := a.Tensors[0]
+		if m.Rank() == 0 {
+			return Operand{m.DType, KindZeroDim}
+		}
+		return Operand{m.DType, KindDim}
+	}
+	return Operand{a.ScalarDType(), KindWrapped}
+}
+
+// Value returns argument i (a tensor or a number) converted to dtype d.
+func (c *Ctx) Value(i int, d DType) *hlo.Value {
+	a := c.Args[i]
+	if a.Kind == ArgTensor {
+		return c.B.Convert(c.T(i), d.Elem())
+	}
+	return c.R.Scalar(a.Value(), d.Elem())
+}

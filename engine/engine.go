@@ -1,0 +1,201 @@
+// Package engine owns the device state: storages on opaque addresses, the
+// pending op graph, the flush policy of each mode, and execution through PJRT.
+// Every exported method is safe for concurrent callers.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"torchtpu/compile_cache"
+	"torchtpu/dispatch"
+	"torchtpu/hlo"
+	"torchtpu/pjrt"
+)
+
+// Storage is the record of one device storage.
+type Storage struct {
+	addr    uint64
+	nbytes  int64
+	device  int
+	shaped  bool           // dtype and shape are known
+	dtype   dispatch.DType // base dtype
+	shape   []int64        // base shape
+	buf     *pjrt.Buffer   // concrete value, if any
+	pending *hlo.Value     // value in the current graph, if any
+}
+
+// Engine is one PJRT client and the state of its devices.
+type Engine struct {
+	mu       sync.Mutex
+	client   *pjrt.Client
+	initErr  error
+	plugin   string
+	addrs    *addressSpace
+	storages map[uint64]*Storage
+	live     int64
+	liveB    int64
+	g        *graph
+	mode     Mode
+	cache    *compile_cache.LRU
+	options  []byte
+	scalars  map[scalarKey]*pjrt.Buffer
+	last     *pjrt.Event
+	forked   bool
+	m        Metrics
+	fused    int // op count that forces a flush in fused mode
+	warned   map[string]bool
+}
+
+// ErrNoRule reports that an op has no rule and must run on CPU.
+var ErrNoRule = errors.New("no rule")
+
+// ResizeError asks the caller to resize out= arguments and call again.
+type ResizeError struct{ Sizes [][]int64 }
+
+func (e *ResizeError) Error() string { return "out= arguments need resizing" }
+
+// New returns an engine with no plugin loaded; Init loads one.
+func New() *Engine {
+	e := &Engine{
+		storages: map[uint64]*Storage{},
+		cache:    compile_cache.NewLRU(4096),
+		scalars:  map[scalarKey]*pjrt.Buffer{},
+		mode:     ModeStrict,
+		fused:    20000,
+		initErr:  errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),
+	}
+	e.m.Fallbacks = map[string]int64{}
+	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
+		e.mode = m
+	}
+	e.g = newGraph()
+	return e
+}
+
+// Init loads the PJRT plugin at path and creates a client with cpuDevices
+// CPU devices (for the CPU plugin). It is idempotent once it has succeeded.
+func (e *Engine) Init(path string, cpuDevices int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.client != nil {
+		return nil
+	}
+	addrs, err := newAddressSpace()
+	if err != nil {
+		e.initErr = err
+		return err
+	}
+	p, err := pjrt.Load(path)
+	if err != nil {
+		e.initErr = fmt.Errorf("torchtpu: cannot load the PJRT plugin %q (chosen by TORCHTPU_PLUGIN): %v", path, err)
+		return e.initErr
+	}
+	c, err := p.NewClient(pjrt.ClientOptions{CPUDeviceCount: cpuDevices})
+	if err != nil {
+		e.initErr = fmt.Errorf("torchtpu: the PJRT plugin %q (chosen by TORCHTPU_PLUGIN) failed to create a client: %v", path, err)
+		return e.initErr
+	}
+	e.addrs, e.client, e.plugin, e.initErr = addrs, c, path, nil
+	e.options = pjrt.DefaultCompileOptions()
+	return nil
+}
+
+// ready returns the init error, or an error after fork.
+func (e *Engine) ready() error {
+	if e.forked {
+		return errors.New("torchtpu: the tpu device cannot be used in a forked child process (DataLoader workers must not touch tpu tensors)")
+	}
+	return e.initErr
+}
+
+// MarkForked makes every later call fail: a forked child has no Go runtime threads.
+func (e *Engine) MarkForked() { e.forked = true }
+
+// DeviceCount returns the addressable device count (0 before Init).
+func (e *Engine) DeviceCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.client == nil {
+		return 0
+	}
+	return e.client.DeviceCount()
+}
+
+// Alloc reserves a storage of nbytes on device and returns its address.
+func (e *Engine) Alloc(nbytes int64, device int) (uint64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready(); err != nil {
+		return 0, err
+	}
+	if nbytes < 0 {
+		return 0, fmt.Errorf("torchtpu: cannot allocate %d bytes", nbytes)
+	}
+	return e.newStorage(nbytes, device)
+}
+
+func (e *Engine) newStorage(nbytes int64, device int) (uint64, error) {
+	addr, err := e.addrs.alloc(nbytes)
+	if err != nil {
+		return 0, err
+	}
+	e.storages[addr] = &Storage{addr: addr, nbytes: nbytes, device: device}
+	e.live++
+	e.liveB += nbytes
+	e.m.PeakBytes = max(e.m.PeakBytes, e.liveB)
+	return addr, nil
+}
+
+// Free releases the storage at addr. A pending value nobody can read any
+// more stops being an output of the graph.
+func (e *Engine) Free(addr uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st, ok := e.storages[addr]
+	if !ok {
+		return
+	}
+	delete(e.storages, addr)
+	e.live--
+	e.liveB -= st.nbytes
+	e.dropBuffer(st.buf)
+	st.buf, st.pending = nil, nil
+	e.addrs.release(addr, st.nbytes)
+}
+
+// dropBuffer destroys b now, or after the next flush when the pending graph reads it.
+func (e *Engine) dropBuffer(b *pjrt.Buffer) {
+	if b == nil {
+		return
+	}
+	if _, used := e.g.paramOf[b]; used {
+		e.g.retired = append(e.g.retired, b)
+		return
+	}
+	b.Destroy()
+}
+
+// LiveStorages returns the number of live storages; MemoryAllocated their bytes.
+func (e *Engine) LiveStorages() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.live
+}
+
+// MemoryAllocated returns the bytes of all live storages.
+func (e *Engine) MemoryAllocated() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.liveB
+}
+
+func (e *Engine) storage(addr uint64) (*Storage, error) {
+	st, ok := e.storages[addr]
+	if !ok {
+		return nil, fmt.Errorf("torchtpu: no live storage at address 0x%x", addr)
+	}
+	return st, nil
+}

@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"torchtpu/compile_cache"
+	"torchtpu/hlo"
+	"torchtpu/pjrt"
+)
+
+// graph is the pending work of the device: ops recorded into one builder,
+// whose parameters are device buffers.
+type graph struct {
+	b       *hlo.Builder
+	params  []*pjrt.Buffer
+	paramOf map[*pjrt.Buffer]*hlo.Value
+	pending []*Storage     // storages given a pending value, in order
+	retired []*pjrt.Buffer // destroyed after the next execution is launched
+	extra   []*hlo.Value   // values wanted as extra outputs (reads to host)
+	ops     int
+}
+
+func newGraph() *graph {
+	return &graph{b: hlo.NewBuilder(), paramOf: map[*pjrt.Buffer]*hlo.Value{}}
+}
+
+// param returns the parameter fed by buffer b, adding it on first use.
+func (g *graph) param(b *pjrt.Buffer, t hlo.Type) *hlo.Value {
+	if v, ok := g.paramOf[b]; ok {
+		return v
+	}
+	v := g.b.Param(t)
+	g.params = append(g.params, b)
+	g.paramOf[b] = v
+	return v
+}
+
+// setPending gives st a new pending value.
+func (e *Engine) setPending(st *Storage, v *hlo.Value) {
+	if st.pending == nil {
+		e.g.pending = append(e.g.pending, st)
+	}
+	st.pending = v
+}
+
+type scalarKey struct {
+	elem hlo.Elem
+	bits uint64
+}
+
+// Scalar returns a rank-0 runtime input holding v: the device buffer for each
+// distinct value is made once and kept, so a changing learning rate neither
+// recompiles nor re-uploads.
+func (e *Engine) Scalar(v float64, elem hlo.Elem) *hlo.Value {
+	k := scalarKey{elem, math.Float64bits(v)}
+	buf, ok := e.scalars[k]
+	if !ok {
+		if len(e.scalars) >= 4096 {
+			for key, b := range e.scalars {
+				e.dropBuffer(b)
+				delete(e.scalars, key)
+			}
+		}
+		var err error
+		buf, err = e.client.BufferFromHost(encodeScalar(v, elem), pjrtType(elem), nil, 0)
+		if err != nil {
+			panic(fmt.Errorf("uploading a scalar: %w", err))
+		}
+		e.m.H2DBytes += int64(elem.Bits() / 8)
+		e.scalars[k] = buf
+	}
+	return e.g.param(buf, hlo.T(elem))
+}
+
+// flush lowers the pending graph to one module, compiles it (once per
+// distinct module) and launches it; results replace the storages' values.
+// It returns the buffers of g.extra, which the caller must destroy.
+func (e *Engine) flush() error {
+	_, err := e.flushExtra()
+	return err
+}
+
+func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
+	g := e.g
+	e.g = newGraph()
+	defer func() {
+		for _, b := range g.retired {
+			b.Destroy()
+		}
+	}()
+	var outs []*hlo.Value
+	var dst []*Storage
+	for _, st := range g.pending {
+		if st.pending != nil {
+			outs = append(outs, st.pending)
+			dst = append(dst, st)
+			st.pending = nil
+		}
+	}
+	outs = append(outs, g.extra...)
+	if len(outs) == 0 {
+		return nil, nil
+	}
+	text, used := g.b.Module(outs)
+	exe, err := e.executable(text)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]*pjrt.Buffer, len(used))
+	for i, p := range used {
+		args[i] = g.params[p]
+	}
+	results, ev, err := exe.Execute(args, 0)
+	if err != nil {
+		return nil, fmt.Errorf("torchtpu: executing a graph of %d ops: %w", g.ops, err)
+	}
+	e.m.Executions++
+	for i, st := range dst {
+		e.dropBuffer(st.buf)
+		st.buf = results[i]
+	}
+	if e.last != nil {
+		e.last.Destroy()
+	}
+	e.last = ev
+	if e.mode == ModeDebug {
+		if err := ev.Await(); err != nil {
+			return nil, fmt.Errorf("torchtpu: a graph of %d ops failed: %w", g.ops, err)
+		}
+	}
+	return results[len(dst):], nil
+}
+
+// executable returns the compiled program for module text, compiling it on a miss.
+func (e *Engine) executable(text string) (*pjrt.Executable, error) {
+	key := compile_cache.Key(
+		compile_cache.Part{Name: "module", Value: text},
+		compile_cache.Part{Name: "options", Value: string(e.options)},
+		compile_cache.Part{Name: "plugin", Value: e.pluginIdentity()},
+		compile_cache.Part{Name: "version", Value: Version},
+	)
+	if x, ok := e.cache.Get(key); ok {
+		e.m.CacheHits++
+		return x.(*pjrt.Executable), nil
+	}
+	e.m.CacheMisses++
+	t0 := time.Now()
+	exe, err := e.client.Compile(text, e.options)
+	if err != nil {
+		if os.Getenv("TORCHTPU_DUMP_FAILED") != "" {
+			fmt.Fprintln(os.Stderr, text)
+		}
+		return nil, fmt.Errorf("torchtpu: compiling a graph failed: %w", err)
+	}
+	e.m.CompileSeconds += time.Since(t0).Seconds()
+	e.m.GraphsCompiled++
+	e.cache.Put(key, exe)
+	return exe, nil
+}
+
+// Version is the project's version; it is part of every cache key.
+const Version = "0.1.0"
+
+func (e *Engine) pluginIdentity() string {
+	major, minor := e.client.Plugin().APIVersion()
+	id := fmt.Sprintf("%s|%d.%d|%s|%s", e.plugin, major, minor, e.client.PlatformName(), e.client.PlatformVersion())
+	if fi, err := os.Stat(e.plugin); err == nil {
+		id += fmt.Sprintf("|%d|%d", fi.Size(), fi.ModTime().UnixNano())
+	}
+	return id
+}
+
+// Synchronize flushes pending work and waits for the device to finish.
+func (e *Engine) Synchronize() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready(); err != nil {
+		return err
+	}
+	if err := e.flush(); err != nil {
+		return err
+	}
+	if e.last != nil {
+		err := e.last.Await()
+		e.last.Destroy()
+		e.last = nil
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"torchtpu/dispatch"
+	"torchtpu/hlo"
+)
+
+// FromHost writes contiguous host bytes (t's dtype and sizes) into the view t.
+func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready(); err != nil {
+		return err
+	}
+	st, err := e.storage(t.Addr)
+	if err != nil {
+		return err
+	}
+	if want := numel(t.Sizes) * int64(t.DType.Size()); int64(len(src)) != want {
+		return fmt.Errorf("torchtpu: copying %d host bytes into a %v %s tensor (%d bytes)", len(src), t.Sizes, t.DType, want)
+	}
+	if err := checkBounds(st, t); err != nil {
+		return fmt.Errorf("torchtpu: copy to device: %v", err)
+	}
+	buf, err := e.client.BufferFromHost(src, pjrtType(t.DType.Elem()), t.Sizes, st.device)
+	if err != nil {
+		return fmt.Errorf("torchtpu: copy to device: %w", err)
+	}
+	e.m.H2DBytes += int64(len(src))
+	if t.Offset == 0 && t.view().isContiguous() && int64(len(src)) == st.nbytes {
+		// The whole storage is replaced: the new buffer becomes its value.
+		e.dropBuffer(st.buf)
+		st.buf, st.pending = buf, nil
+		st.shaped, st.dtype, st.shape = true, t.DType, append([]int64{}, t.Sizes...)
+		return nil
+	}
+	v := e.g.param(buf, hlo.T(t.DType.Elem(), t.Sizes...))
+	e.g.retired = append(e.g.retired, buf)
+	if err := e.write(t, v); err != nil {
+		return err
+	}
+	if e.mode != ModeFused {
+		return e.flush()
+	}
+	return nil
+}
+
+// ToHost reads the view t into contiguous host bytes (t's dtype). It is a
+// sync point: pending work runs first, and the call waits for the data.
+func (e *Engine) ToHost(t *TensorDesc, dst []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.toHost(t, dst)
+}
+
+func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
+	if err := e.ready(); err != nil {
+		return err
+	}
+	if want := numel(t.Sizes) * int64(t.DType.Size()); int64(len(dst)) != want {
+		return fmt.Errorf("torchtpu: copying a %v %s tensor (%d bytes) into %d host bytes", t.Sizes, t.DType, want, len(dst))
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	if t.CPU {
+		copy(dst, t.Host)
+		return nil
+	}
+	st, err := e.storage(t.Addr)
+	if err != nil {
+		return err
+	}
+	if err := checkBounds(st, t); err != nil {
+		return fmt.Errorf("torchtpu: copy to host: %v", err)
+	}
+	e.m.D2HBytes += int64(len(dst))
+	if st.pending == nil && st.buf != nil && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {
+		if err := e.flush(); err != nil {
+			return err
+		}
+		return st.buf.ToHost(dst)
+	}
+	// Materialize the view as an extra output of the pending graph.
+	v := e.Read(t)
+	if !sameInts(v.T.Shape, t.Sizes) {
+		v = e.g.b.Reshape(v, t.Sizes...)
+	}
+	e.g.extra = append(e.g.extra, v)
+	bufs, err := e.flushExtra()
+	if err != nil {
+		return err
+	}
+	defer bufs[0].Destroy()
+	return bufs[0].ToHost(dst)
+}
+
+func (t *TensorDesc) offsetFreeWhole(base []int64) bool {
+	return t.Offset == 0 && sameInts(t.Sizes, base) && t.view().isContiguous()
+}
+
+// Int64s implements dispatch.Reader: the values of an integer tensor, read to
+// the host (a sync point).
+func (e *Engine) Int64s(h any) ([]int64, error) {
+	t := h.(*TensorDesc)
+	if !t.DType.IsIntegral(true) {
+		return nil, fmt.Errorf("expected an integer tensor, got %s", t.DType)
+	}
+	n := numel(t.Sizes)
+	size := t.DType.Size()
+	raw := make([]byte, n*int64(size))
+	if err := e.toHost(t, raw); err != nil {
+		return nil, err
+	}
+	out := make([]int64, n)
+	for i := range out {
+		b := raw[i*size : (i+1)*size]
+		switch t.DType {
+		case dispatch.Int64:
+			out[i] = int64(binary.LittleEndian.Uint64(b))
+		default:
+			out[i] = int64(decodeScalar(b, t.DType.Elem()))
+		}
+	}
+	return out, nil
+}
+
+// StorageCopy copies the first nbytes of storage src into storage dst (for
+// resize_, which moves a tensor to a larger storage).
+func (e *Engine) StorageCopy(dst, src uint64, nbytes int64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready(); err != nil {
+		return err
+	}
+	s, err := e.storage(src)
+	if err != nil {
+		return err
+	}
+	d, err := e.storage(dst)
+	if err != nil {
+		return err
+	}
+	if !s.shaped || nbytes == 0 {
+		return nil
+	}
+	size := int64(s.dtype.Size())
+	n := min(nbytes, s.nbytes, d.nbytes) / size
+	flat := e.g.b.Reshape(e.baseValue(s, s.dtype), numel(s.shape))
+	part := e.g.b.Slice(flat, []int64{0}, []int64{n}, []int64{1})
+	t := &TensorDesc{Addr: dst, DType: s.dtype, Sizes: []int64{n}, Strides: []int64{1}}
+	if err := e.write(t, part); err != nil {
+		return err
+	}
+	if e.mode != ModeFused {
+		return e.flush()
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"torchtpu/dispatch"
+	"torchtpu/hlo"
+)
+
+// HasRule reports whether op has a rule in the table.
+func (e *Engine) HasRule(op string) bool {
+	_, ok := dispatch.Lookup(op)
+	return ok
+}
+
+// Op runs op on args: the rule checks the arguments now (bad input fails
+// here, in every mode), records its lowering into the pending graph, and the
+// mode's policy decides when the graph runs. Results that belong to mutated
+// arguments (in-place and out=) are written there; the others come back as
+// new storages.
+func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready(); err != nil {
+		return nil, err
+	}
+	entry, ok := dispatch.Lookup(op)
+	if !ok {
+		return nil, ErrNoRule
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+		if err != nil {
+			if _, resize := err.(*ResizeError); !resize {
+				err = fmt.Errorf("%s: %v (arguments: %s)", op, strings.TrimPrefix(err.Error(), "hlo: "), describe(args))
+			}
+		}
+	}()
+	c := &dispatch.Ctx{Op: op, B: e.g.b, Args: args, R: e}
+	results, err := entry.Rule.Fn(c)
+	if err != nil {
+		return nil, err
+	}
+	switch entry.Variant {
+	case dispatch.Functional:
+		for _, r := range results {
+			o, err := e.newOutput(r)
+			if err != nil {
+				return nil, err
+			}
+			outs = append(outs, o)
+		}
+	case dispatch.Inplace:
+		if err := e.writeResult(args[0].Handles[0].(*TensorDesc), results[0], "self"); err != nil {
+			return nil, err
+		}
+	case dispatch.OutVariant:
+		k := len(results)
+		if len(args) < k {
+			return nil, fmt.Errorf("expected %d out= arguments", k)
+		}
+		dsts := args[len(args)-k:]
+		var resize [][]int64
+		for _, r := range results {
+			d := dsts[len(resize)].Handles[0].(*TensorDesc)
+			if !sameInts(d.Sizes, r.T.Shape) {
+				resize = append(resize, r.T.Shape)
+			} else {
+				resize = append(resize, d.Sizes)
+			}
+		}
+		for i := range results {
+			if !sameInts(resize[i], dsts[i].Tensors[0].Sizes) {
+				return nil, &ResizeError{Sizes: resize}
+			}
+		}
+		for i, r := range results {
+			if err := e.writeResult(dsts[i].Handles[0].(*TensorDesc), r, "out"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	e.m.OpsRecorded++
+	e.g.ops++
+	if e.mode != ModeFused || e.g.ops >= e.fused {
+		if err := e.flush(); err != nil {
+			return nil, err
+		}
+	}
+	return outs, nil
+}
+
+// writeResult writes result r into the mutated argument d, with PyTorch's
+// checks: the shapes agree and the result dtype casts to the argument's.
+func (e *Engine) writeResult(d *TensorDesc, r *hlo.Value, what string) error {
+	rd := dispatch.FromElem(r.T.Elem)
+	if !sameInts(d.Sizes, r.T.Shape) {
+		return fmt.Errorf("output with shape %v doesn't match the broadcast shape %v", d.Sizes, r.T.Shape)
+	}
+	if !dispatch.CanCast(rd, d.DType) {
+		return fmt.Errorf("result type %s can't be cast to the desired output type %s", rd, d.DType)
+	}
+	if d.CPU {
+		return fmt.Errorf("cannot write the result into a CPU tensor (%s)", what)
+	}
+	v := r
+	if rd != d.DType {
+		if d.DType == dispatch.Bool {
+			zero := e.g.b.BroadcastTo(e.g.b.Scalar(r.T.Elem, 0), r.T.Shape)
+			v = e.g.b.Compare(hlo.NE, r, zero)
+		} else {
+			v = e.g.b.Convert(r, d.DType.Elem())
+		}
+	}
+	return e.write(d, v)
+}
+
+// newOutput allocates a contiguous storage holding r as its pending value.
+func (e *Engine) newOutput(r *hlo.Value) (OutTensor, error) {
+	d := dispatch.FromElem(r.T.Elem)
+	n := numel(r.T.Shape) * int64(d.Size())
+	addr, err := e.newStorage(n, 0)
+	if err != nil {
+		return OutTensor{}, err
+	}
+	st := e.storages[addr]
+	st.shaped, st.dtype, st.shape = true, d, append([]int64{}, r.T.Shape...)
+	e.setPending(st, r)
+	return OutTensor{Addr: addr, NBytes: n, DType: d, Sizes: st.shape}, nil
+}
+
+func describe(args []dispatch.Arg) string {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		parts[i] = a.String()
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}

@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"fmt"
+
+	"torchtpu/dispatch"
+	"torchtpu/hlo"
+)
+
+// TensorDesc names a tensor argument: a view of a storage, or a
+// zero-dimensional CPU tensor whose element bytes travel with it.
+type TensorDesc struct {
+	Addr    uint64
+	Offset  int64
+	DType   dispatch.DType
+	Sizes   []int64
+	Strides []int64
+	CPU     bool
+	Host    []byte // CPU only: the element
+}
+
+// Meta returns what a rule may know about the tensor without reading it.
+func (t *TensorDesc) Meta() dispatch.TensorMeta {
+	return dispatch.TensorMeta{Sizes: t.Sizes, DType: t.DType, ZeroDimCPU: t.CPU, Defined: t.Addr != 0 || t.CPU}
+}
+
+func (t *TensorDesc) view() view { return view{offset: t.Offset, sizes: t.Sizes, strides: t.Strides} }
+
+// OutTensor is a new storage holding an op's result, contiguous.
+type OutTensor struct {
+	Addr   uint64
+	NBytes int64
+	DType  dispatch.DType
+	Sizes  []int64
+}
+
+// Read implements dispatch.Reader: the value of a tensor argument.
+func (e *Engine) Read(h any) *hlo.Value {
+	t := h.(*TensorDesc)
+	if t.CPU {
+		return e.Scalar(decodeScalar(t.Host, t.DType.Elem()), t.DType.Elem())
+	}
+	st, err := e.storage(t.Addr)
+	if err != nil {
+		panic(err)
+	}
+	base := e.baseValue(st, t.DType)
+	if err := checkBounds(st, t); err != nil {
+		panic(err)
+	}
+	return readView(e.g.b, base, t.view())
+}
+
+// checkBounds rejects a view that reaches outside its storage.
+func checkBounds(st *Storage, t *TensorDesc) error {
+	if numel(t.Sizes) == 0 {
+		return nil
+	}
+	hi := t.Offset
+	for i, s := range t.Sizes {
+		if t.Strides[i] < 0 {
+			return fmt.Errorf("negative strides are not supported")
+		}
+		hi += (s - 1) * t.Strides[i]
+	}
+	if t.Offset < 0 || (hi+1)*int64(t.DType.Size()) > st.nbytes {
+		return fmt.Errorf("a view of %s elements at offset %d reaches past its storage of %d bytes", dispatchShape(t.Sizes), t.Offset, st.nbytes)
+	}
+	return nil
+}
+
+func dispatchShape(s []int64) string { return fmt.Sprint(s) }
+
+// baseValue returns st's whole value in the current graph, seen as dtype d.
+// A storage never written reads as zeros.
+func (e *Engine) baseValue(st *Storage, d dispatch.DType) *hlo.Value {
+	b := e.g.b
+	var v *hlo.Value
+	switch {
+	case !st.shaped:
+		return b.Constant(hlo.T(d.Elem(), st.nbytes/int64(d.Size())), 0)
+	case st.pending != nil:
+		v = st.pending
+	case st.buf != nil:
+		v = e.g.param(st.buf, hlo.T(st.dtype.Elem(), st.shape...))
+	default:
+		v = b.Constant(hlo.T(st.dtype.Elem(), st.shape...), 0)
+	}
+	return reinterpret(b, v, st.dtype, d)
+}
+
+// reinterpret views value v of dtype from as dtype to, bit for bit.
+func reinterpret(b *hlo.Builder, v *hlo.Value, from, to dispatch.DType) *hlo.Value {
+	if from == to {
+		return v
+	}
+	if from.Size() != to.Size() {
+		panic(fmt.Errorf("viewing a %s storage as %s (a different element size) is not supported", from, to))
+	}
+	if from == dispatch.Bool || to == dispatch.Bool {
+		return b.Convert(v, to.Elem())
+	}
+	return b.BitcastConvert(v, to.Elem())
+}
+
+// write stores val (t's sizes and dtype) into the view t of its storage.
+func (e *Engine) write(t *TensorDesc, val *hlo.Value) error {
+	st, err := e.storage(t.Addr)
+	if err != nil {
+		return err
+	}
+	if err := checkBounds(st, t); err != nil {
+		return err
+	}
+	b := e.g.b
+	if !st.shaped {
+		if t.Offset == 0 && t.view().isContiguous() && numel(t.Sizes)*int64(t.DType.Size()) == st.nbytes {
+			st.shaped, st.dtype, st.shape = true, t.DType, append([]int64{}, t.Sizes...)
+			e.setPending(st, val)
+			return nil
+		}
+		st.shaped, st.dtype, st.shape = true, t.DType, []int64{st.nbytes / int64(t.DType.Size())}
+	}
+	base := e.baseValue(st, t.DType)
+	nb := writeView(b, base, t.view(), val)
+	e.setPending(st, reinterpret(b, nb, t.DType, st.dtype))
+	return nil
+}

@@ -1,0 +1,5 @@
+package engine
+
+import "unsafe"
+
+func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }

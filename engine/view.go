@@ -1,0 +1,257 @@
+package engine
+
+import "torchtpu/hlo"
+
+// A view is how a tensor sees its storage: an element offset, sizes and
+// strides over the storage's flattened base value.
+type view struct {
+	offset  int64
+	sizes   []int64
+	strides []int64
+}
+
+func contiguousStrides(sizes []int64) []int64 {
+	st := make([]int64, len(sizes))
+	acc := int64(1)
+	for i := len(sizes) - 1; i >= 0; i-- {
+		st[i] = acc
+		acc *= max(sizes[i], 1)
+	}
+	return st
+}
+
+func numel(sizes []int64) int64 {
+	n := int64(1)
+	for _, s := range sizes {
+		n *= s
+	}
+	return n
+}
+
+func sameInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// isContiguous reports whether the view is a row-major walk of its sizes
+// (strides of size-1 dimensions do not matter).
+func (v view) isContiguous() bool {
+	want := contiguousStrides(v.sizes)
+	for i, s := range v.sizes {
+		if s != 1 && v.strides[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// coversBase reports whether the view reads every element of base in row-major order.
+func (v view) coversBase(base []int64) bool {
+	return v.offset == 0 && numel(v.sizes) == numel(base) && v.isContiguous()
+}
+
+// slicePlan maps a view onto a strided slice of the base followed by a
+// transpose and a broadcast. dims[i] is the base dimension view dimension i
+// walks (-1 for a broadcast or size-1 dimension), steps[i] its step.
+type slicePlan struct {
+	start, limit, step []int64 // per base dimension
+	dims               []int   // per view dimension
+}
+
+// planSlice finds a slicePlan for v over base, if one exists.
+func planSlice(base []int64, v view) (slicePlan, bool) {
+	cs := contiguousStrides(base)
+	k := len(base)
+	p := slicePlan{start: make([]int64, k), limit: make([]int64, k), step: make([]int64, k), dims: make([]int, len(v.sizes))}
+	if numel(v.sizes) == 0 || numel(base) == 0 {
+		return p, false
+	}
+	rem := v.offset
+	for j := 0; j < k; j++ {
+		p.start[j] = rem / cs[j]
+		rem -= p.start[j] * cs[j]
+		if p.start[j] >= base[j] {
+			return p, false
+		}
+		p.limit[j] = p.start[j] + 1
+		p.step[j] = 1
+	}
+	used := make([]bool, k)
+	for i, n := range v.sizes {
+		p.dims[i] = -1
+		s := v.strides[i]
+		if n == 1 || s == 0 {
+			continue
+		}
+		if s < 0 {
+			return p, false
+		}
+		j := -1
+		for jj := 0; jj < k; jj++ {
+			if base[jj] > 1 && cs[jj] <= s && s%cs[jj] == 0 {
+				j = jj
+				break
+			}
+		}
+		if j < 0 || used[j] {
+			return p, false
+		}
+		step := s / cs[j]
+		last := p.start[j] + step*(n-1)
+		if last >= base[j] {
+			return p, false
+		}
+		used[j] = true
+		p.dims[i] = j
+		p.step[j] = step
+		p.limit[j] = last + 1
+	}
+	return p, true
+}
+
+// flatIndex returns the int64 storage index of every view element:
+// offset + sum_i iota_i * stride_i.
+func flatIndex(b *hlo.Builder, v view) *hlo.Value {
+	t := hlo.T(hlo.S64, v.sizes...)
+	idx := b.ConstantInt(t, v.offset)
+	for i, s := range v.strides {
+		if v.sizes[i] == 1 || s == 0 {
+			continue
+		}
+		term := b.Iota(t, i)
+		if s != 1 {
+			term = b.Mul(term, b.ConstantInt(t, s))
+		}
+		idx = b.Add(idx, term)
+	}
+	return idx
+}
+
+// readView returns the view v of base (a value in the base shape).
+func readView(b *hlo.Builder, base *hlo.Value, v view) *hlo.Value {
+	shape := base.T.Shape
+	switch {
+	case v.offset == 0 && sameInts(v.sizes, shape) && v.isContiguous():
+		return base
+	case v.coversBase(shape):
+		return b.Reshape(base, v.sizes...)
+	}
+	if numel(v.sizes) == 0 {
+		return b.Constant(hlo.T(base.T.Elem, v.sizes...), 0)
+	}
+	if p, ok := planSlice(shape, v); ok {
+		x := b.Slice(base, p.start, p.limit, p.step)
+		// Keep the walked base dimensions, in base order, then permute to view order.
+		var keep []int64
+		for j := range shape {
+			for _, d := range p.dims {
+				if d == j {
+					keep = append(keep, x.T.Shape[j])
+				}
+			}
+		}
+		x = b.Reshape(x, keep...)
+		order := viewOrder(p.dims)
+		x = b.Transpose(x, order...)
+		var mapping []int64
+		for i, d := range p.dims {
+			if d >= 0 {
+				mapping = append(mapping, int64(i))
+			}
+		}
+		return b.BroadcastInDim(x, v.sizes, mapping)
+	}
+	flat := b.Reshape(base, numel(shape))
+	return b.GatherFlat(flat, flatIndex(b, v))
+}
+
+// viewOrder returns, for the walked view dimensions in view order, their
+// rank among the walked base dimensions: the transpose from base order to view order.
+func viewOrder(dims []int) []int64 {
+	var walked []int
+	for _, d := range dims {
+		if d >= 0 {
+			walked = append(walked, d)
+		}
+	}
+	perm := make([]int64, len(walked))
+	for i, d := range walked {
+		rank := 0
+		for _, e := range walked {
+			if e < d {
+				rank++
+			}
+		}
+		perm[i] = int64(rank)
+	}
+	return perm
+}
+
+// writeView returns base with the view v replaced by val (val has v's sizes).
+func writeView(b *hlo.Builder, base *hlo.Value, v view, val *hlo.Value) *hlo.Value {
+	shape := base.T.Shape
+	switch {
+	case v.offset == 0 && sameInts(v.sizes, shape) && v.isContiguous():
+		return val
+	case v.coversBase(shape):
+		return b.Reshape(val, shape...)
+	}
+	if numel(v.sizes) == 0 {
+		return base
+	}
+	if p, ok := planSlice(shape, v); ok && unitSteps(p) && noBroadcast(v, p) {
+		// Permute val's walked dimensions into base order, add the unwalked
+		// ones as size 1, and update the block in place.
+		var walkedSizes []int64
+		for i, d := range p.dims {
+			if d >= 0 {
+				walkedSizes = append(walkedSizes, v.sizes[i])
+			}
+		}
+		x := b.Reshape(val, walkedSizes...)
+		perm := viewOrder(p.dims)
+		inv := make([]int64, len(perm))
+		for i, r := range perm {
+			inv[r] = int64(i)
+		}
+		x = b.Transpose(x, inv...)
+		block := make([]int64, len(shape))
+		for j := range shape {
+			block[j] = p.limit[j] - p.start[j]
+		}
+		x = b.Reshape(x, block...)
+		starts := make([]*hlo.Value, len(shape))
+		for j := range shape {
+			starts[j] = b.ConstantInt(hlo.T(hlo.S64), p.start[j])
+		}
+		return b.DynamicUpdateSlice(base, x, starts)
+	}
+	flat := b.Reshape(base, numel(shape))
+	out := b.ScatterFlat(flat, flatIndex(b, v), val, nil)
+	return b.Reshape(out, shape...)
+}
+
+func unitSteps(p slicePlan) bool {
+	for _, s := range p.step {
+		if s != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func noBroadcast(v view, p slicePlan) bool {
+	for i, n := range v.sizes {
+		if n != 1 && p.dims[i] < 0 {
+			return false
+		}
+	}
+	return true
+}
