@@ -20,7 +20,7 @@ func BroadcastShapes(shapes ...[]int64) ([]int64, error) {
 			case out[off+i] == 1:
 				out[off+i] = d
 			default:
-				return nil, Errorf("the size of tensor a (%d) must match the size of tensor b (%d) at non-singleton dimension %d",
+				return nil, Errorf("The size of tensor a (%d) must match the size of tensor b (%d) at non-singleton dimension %d",
 					out[off+i], d, i+off)
 			}
 		}

@@ -14,7 +14,7 @@ type Value struct {
 }
 
 type node struct {
-	op       string   // "stablehlo.add"
+	op       string // "stablehlo.add"
 	operands []*Value
 	attrs    string   // "{...}" or ""
 	regions  string   // "({...})" or ""

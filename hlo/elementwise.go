@@ -54,28 +54,30 @@ func (b *Builder) ShiftRightArithmetic(x, y *Value) *Value {
 }
 
 // Unary ops, named as StableHLO names them.
-func (b *Builder) Neg(x *Value) *Value        { return b.unary("negate", x) }
-func (b *Builder) Abs(x *Value) *Value        { return b.unary("abs", x) }
-func (b *Builder) Exp(x *Value) *Value        { return b.unary("exponential", x) }
-func (b *Builder) Expm1(x *Value) *Value      { return b.unary("exponential_minus_one", x) }
-func (b *Builder) Log(x *Value) *Value        { return b.unary("log", x) }
-func (b *Builder) Log1p(x *Value) *Value      { return b.unary("log_plus_one", x) }
-func (b *Builder) Sqrt(x *Value) *Value       { return b.unary("sqrt", x) }
-func (b *Builder) Rsqrt(x *Value) *Value      { return b.unary("rsqrt", x) }
-func (b *Builder) Cbrt(x *Value) *Value       { return b.unary("cbrt", x) }
-func (b *Builder) Tanh(x *Value) *Value       { return b.unary("tanh", x) }
-func (b *Builder) Logistic(x *Value) *Value   { return b.unary("logistic", x) }
-func (b *Builder) Sin(x *Value) *Value        { return b.unary("sine", x) }
-func (b *Builder) Cos(x *Value) *Value        { return b.unary("cosine", x) }
-func (b *Builder) Tan(x *Value) *Value        { return b.unary("tan", x) }
-func (b *Builder) Floor(x *Value) *Value      { return b.unary("floor", x) }
-func (b *Builder) Ceil(x *Value) *Value       { return b.unary("ceil", x) }
-func (b *Builder) RoundEven(x *Value) *Value  { return b.unary("round_nearest_even", x) }
-func (b *Builder) Sign(x *Value) *Value       { return b.unary("sign", x) }
-func (b *Builder) Not(x *Value) *Value        { return b.unary("not", x) }
-func (b *Builder) IsFinite(x *Value) *Value   { return b.op("stablehlo.is_finite", x.T.WithElem(Pred), "", x) }
-func (b *Builder) Erf(x *Value) *Value        { return b.op("chlo.erf", x.T, "", x) }
-func (b *Builder) PopCount(x *Value) *Value   { return b.unary("popcnt", x) }
+func (b *Builder) Neg(x *Value) *Value       { return b.unary("negate", x) }
+func (b *Builder) Abs(x *Value) *Value       { return b.unary("abs", x) }
+func (b *Builder) Exp(x *Value) *Value       { return b.unary("exponential", x) }
+func (b *Builder) Expm1(x *Value) *Value     { return b.unary("exponential_minus_one", x) }
+func (b *Builder) Log(x *Value) *Value       { return b.unary("log", x) }
+func (b *Builder) Log1p(x *Value) *Value     { return b.unary("log_plus_one", x) }
+func (b *Builder) Sqrt(x *Value) *Value      { return b.unary("sqrt", x) }
+func (b *Builder) Rsqrt(x *Value) *Value     { return b.unary("rsqrt", x) }
+func (b *Builder) Cbrt(x *Value) *Value      { return b.unary("cbrt", x) }
+func (b *Builder) Tanh(x *Value) *Value      { return b.unary("tanh", x) }
+func (b *Builder) Logistic(x *Value) *Value  { return b.unary("logistic", x) }
+func (b *Builder) Sin(x *Value) *Value       { return b.unary("sine", x) }
+func (b *Builder) Cos(x *Value) *Value       { return b.unary("cosine", x) }
+func (b *Builder) Tan(x *Value) *Value       { return b.unary("tan", x) }
+func (b *Builder) Floor(x *Value) *Value     { return b.unary("floor", x) }
+func (b *Builder) Ceil(x *Value) *Value      { return b.unary("ceil", x) }
+func (b *Builder) RoundEven(x *Value) *Value { return b.unary("round_nearest_even", x) }
+func (b *Builder) Sign(x *Value) *Value      { return b.unary("sign", x) }
+func (b *Builder) Not(x *Value) *Value       { return b.unary("not", x) }
+func (b *Builder) IsFinite(x *Value) *Value {
+	return b.op("stablehlo.is_finite", x.T.WithElem(Pred), "", x)
+}
+func (b *Builder) Erf(x *Value) *Value      { return b.op("chlo.erf", x.T, "", x) }
+func (b *Builder) PopCount(x *Value) *Value { return b.unary("popcnt", x) }
 
 // Compare directions.
 const (

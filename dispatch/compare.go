@@ -1,0 +1,119 @@
+package dispatch
+
+import "torchtpu/hlo"
+
+// compareRule builds a comparison: both sides promote to the result type and
+// the result is bool (IEEE semantics: NaN compares unequal to everything).
+func compareRule(dir string) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		d := c.resultType(0, 1)
+		vs, _, err := c.broadcastArgs(d, 0, 1)
+		if err != nil {
+			return nil, err
+		}
+		return []*hlo.Value{c.B.Compare(dir, vs[0], vs[1])}, nil
+	}
+}
+
+// toPred returns x != 0 as a boolean tensor.
+func toPred(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	if x.T.Elem == hlo.Pred {
+		return x
+	}
+	return b.Compare(hlo.NE, x, b.BroadcastTo(b.Scalar(x.T.Elem, 0), x.T.Shape))
+}
+
+// logicalRule builds logical_and/or/xor: each side is truthy where nonzero.
+func logicalRule(op func(b *hlo.Builder, x, y *hlo.Value) *hlo.Value) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		shape, err := BroadcastShapes(c.operandShape(0), c.operandShape(1))
+		if err != nil {
+			return nil, err
+		}
+		x := c.B.BroadcastTo(toPred(c.B, c.T(0)), shape)
+		y := c.B.BroadcastTo(toPred(c.B, c.T(1)), shape)
+		return []*hlo.Value{op(c.B, x, y)}, nil
+	}
+}
+
+// whereRule is where(condition, self, other); self and other may be numbers.
+func whereRule(c *Ctx) ([]*hlo.Value, error) {
+	cond := c.Meta(0)
+	if cond.DType != Bool && cond.DType != Uint8 {
+		return nil, Errorf("where expected condition to be a boolean tensor, but got a tensor with dtype %s", scalarTypeName(cond.DType))
+	}
+	d := c.resultType(1, 2)
+	shape, err := BroadcastShapes(cond.Sizes, c.operandShape(1), c.operandShape(2))
+	if err != nil {
+		return nil, err
+	}
+	p := c.B.BroadcastTo(toPred(c.B, c.T(0)), shape)
+	x := c.B.BroadcastTo(c.Value(1, d), shape)
+	y := c.B.BroadcastTo(c.Value(2, d), shape)
+	return []*hlo.Value{c.B.Select(p, x, y)}, nil
+}
+
+// clampRule is clamp(self, min, max) with the bounds numbers or tensors
+// (either may be absent): min(max(self, lo), hi), so NaN propagates and
+// lo > hi gives hi. lo and hi are argument indices, -1 for none.
+func clampRule(lo, hi int) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		hasLo, hasHi := lo >= 0 && c.Has(lo), hi >= 0 && c.Has(hi)
+		if !hasLo && !hasHi {
+			return nil, Errorf("torch.clamp: At least one of 'min' or 'max' must not be None")
+		}
+		idx := []int{0}
+		if hasLo {
+			idx = append(idx, lo)
+		}
+		if hasHi {
+			idx = append(idx, hi)
+		}
+		d := c.resultType(idx...)
+		vs, _, err := c.broadcastArgs(d, idx...)
+		if err != nil {
+			return nil, err
+		}
+		b, r, k := c.B, vs[0], 1
+		if hasLo {
+			r = maxVal(b, r, vs[k], d)
+			k++
+		}
+		if hasHi {
+			r = minVal(b, r, vs[k], d)
+		}
+		return []*hlo.Value{r}, nil
+	}
+}
+
+func maxVal(b *hlo.Builder, x, y *hlo.Value, d DType) *hlo.Value {
+	r, _ := maxOp(b, x, y, d)
+	return r
+}
+
+func minVal(b *hlo.Builder, x, y *hlo.Value, d DType) *hlo.Value {
+	r, _ := minOp(b, x, y, d)
+	return r
+}
+
+func init() {
+	for _, op := range []struct{ name, dir string }{
+		{"eq", hlo.EQ}, {"ne", hlo.NE}, {"lt", hlo.LT}, {"le", hlo.LE}, {"gt", hlo.GT}, {"ge", hlo.GE},
+	} {
+		def("aten::"+op.name+".Tensor", compareRule(op.dir), "aten::"+op.name+".Tensor_out")
+		def("aten::"+op.name+".Scalar", compareRule(op.dir), "aten::"+op.name+".Scalar_out")
+	}
+	def("aten::logical_and", logicalRule((*hlo.Builder).And))
+	def("aten::logical_or", logicalRule((*hlo.Builder).Or))
+	def("aten::logical_xor", logicalRule((*hlo.Builder).Xor))
+	def("aten::where.self", whereRule, "aten::where.self_out")
+	def("aten::where.ScalarOther", whereRule, "")
+	def("aten::where.ScalarSelf", whereRule, "")
+	def("aten::where.Scalar", whereRule, "")
+	def("aten::clamp", clampRule(1, 2))
+	def("aten::clamp.Tensor", clampRule(1, 2), "aten::clamp.Tensor_out")
+	def("aten::clamp_min", clampRule(1, -1))
+	def("aten::clamp_min.Tensor", clampRule(1, -1), "aten::clamp_min.Tensor_out")
+	def("aten::clamp_max", clampRule(-1, 1))
+	def("aten::clamp_max.Tensor", clampRule(-1, 1), "aten::clamp_max.Tensor_out")
+}
