@@ -36,9 +36,12 @@ $(BUILD)/libshim.a: $(SHIM_OBJ)
 
 $(LIB): $(BUILD)/include/pjrt_c_api.h $(BUILD)/libshim.a $(GO_SRC) go.mod
 	@mkdir -p $(dir $@)
-	CGO_LDFLAGS="-Wl,--whole-archive $(ROOT)/$(BUILD)/libshim.a -Wl,--no-whole-archive \
-	  -L$(TORCH)/lib -ltorch -ltorch_cpu -lc10 -lstdc++ -Wl,-rpath,$(TORCH)/lib" \
-	  go build -buildmode=c-shared -o $@ ./bridge
+	# The shim goes in through -extldflags (cgo would link CGO_LDFLAGS twice); its
+	# digest joins the flags so that Go's build cache relinks when it changes.
+	CGO_LDFLAGS="-L$(TORCH)/lib -Wl,--no-as-needed -ltorch -ltorch_cpu -lc10 -lstdc++ -Wl,--as-needed -Wl,-rpath,$(TORCH)/lib" \
+	  go build -buildmode=c-shared \
+	  -ldflags "-X main.shimDigest=$$(sha256sum $(BUILD)/libshim.a | cut -c1-16) -extldflags '-Wl,--whole-archive $(ROOT)/$(BUILD)/libshim.a -Wl,--no-whole-archive'" \
+	  -o $@ ./bridge
 	@rm -f $(basename $@).h
 
 run: build

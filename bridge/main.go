@@ -23,6 +23,10 @@ import (
 
 func main() {}
 
+// shimDigest is set by the build to the C++ shim archive's digest, so a new
+// shim relinks the library.
+var shimDigest string
+
 var eng = engine.New()
 
 // setErr copies msg into the caller's buffer, NUL-terminated and truncated.

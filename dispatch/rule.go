@@ -17,7 +17,8 @@ type Reader interface {
 	// changing number does not change the compiled program.
 	Scalar(v float64, e hlo.Elem) *hlo.Value
 	// Int64s reads the values of an integer tensor argument to the host. It is
-	// a sync point: rules use it only to check indices at the call site.
+	// a sync point that flushes the graph: rules use it only to check indices
+	// at the call site, before they read any tensor value.
 	Int64s(handle any) ([]int64, error)
 }
 

@@ -47,6 +47,7 @@ type Engine struct {
 	m        Metrics
 	fused    int // op count that forces a flush in fused mode
 	warned   map[string]bool
+	cur      *dispatch.Ctx // the rule running now, if any
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.

@@ -115,6 +115,9 @@ func (e *Engine) Int64s(h any) ([]int64, error) {
 	if err := e.toHost(t, raw); err != nil {
 		return nil, err
 	}
+	if e.cur != nil {
+		e.cur.B = e.g.b // the read flushed: the running rule continues in the new graph
+	}
 	out := make([]int64, n)
 	for i := range out {
 		b := raw[i*size : (i+1)*size]

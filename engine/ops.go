@@ -40,6 +40,8 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 		}
 	}()
 	c := &dispatch.Ctx{Op: op, B: e.g.b, Args: args, R: e}
+	e.cur = c
+	defer func() { e.cur = nil }()
 	results, err := entry.Rule.Fn(c)
 	if err != nil {
 		return nil, err

@@ -89,18 +89,37 @@ func (e *Engine) baseValue(st *Storage, d dispatch.DType) *hlo.Value {
 	return reinterpret(b, v, st.dtype, d)
 }
 
-// reinterpret views value v of dtype from as dtype to, bit for bit.
+// reinterpret views value v of dtype from as dtype to, bit for bit. With
+// different element sizes the result is flat (1-D) in units of to; PyTorch
+// does this when it saves or loads a storage as raw bytes.
 func reinterpret(b *hlo.Builder, v *hlo.Value, from, to dispatch.DType) *hlo.Value {
 	if from == to {
 		return v
 	}
-	if from.Size() != to.Size() {
-		panic(fmt.Errorf("viewing a %s storage as %s (a different element size) is not supported", from, to))
-	}
 	if from == dispatch.Bool || to == dispatch.Bool {
-		return b.Convert(v, to.Elem())
+		if from == dispatch.Bool {
+			v, from = b.Convert(v, hlo.U8), dispatch.Uint8
+		}
+		if to == dispatch.Bool {
+			u := reinterpret(b, v, from, dispatch.Uint8)
+			return b.Compare(hlo.NE, u, b.BroadcastTo(b.Scalar(hlo.U8, 0), u.T.Shape))
+		}
+		return reinterpret(b, v, from, to)
 	}
-	return b.BitcastConvert(v, to.Elem())
+	if from.Size() == to.Size() {
+		return b.BitcastConvert(v, to.Elem())
+	}
+	n := numel(v.T.Shape)
+	flat := b.Reshape(v, n)
+	if from.Size() > to.Size() {
+		r := int64(from.Size() / to.Size())
+		return b.Reshape(b.BitcastReshape(flat, hlo.T(to.Elem(), n, r)), n*r)
+	}
+	r := int64(to.Size() / from.Size())
+	if n%r != 0 {
+		panic(fmt.Errorf("viewing %d %s elements as %s leaves a partial element", n, from, to))
+	}
+	return b.BitcastReshape(b.Reshape(flat, n/r, r), hlo.T(to.Elem(), n/r))
 }
 
 // write stores val (t's sizes and dtype) into the view t of its storage.
@@ -122,7 +141,7 @@ func (e *Engine) write(t *TensorDesc, val *hlo.Value) error {
 		st.shaped, st.dtype, st.shape = true, t.DType, []int64{st.nbytes / int64(t.DType.Size())}
 	}
 	base := e.baseValue(st, t.DType)
-	nb := writeView(b, base, t.view(), val)
-	e.setPending(st, reinterpret(b, nb, t.DType, st.dtype))
+	nb := reinterpret(b, writeView(b, base, t.view(), val), t.DType, st.dtype)
+	e.setPending(st, b.Reshape(nb, st.shape...))
 	return nil
 }

@@ -24,6 +24,13 @@ func literal(e Elem, v float64) string {
 	case BF16:
 		return fmt.Sprintf("0x%04X", BFloat16Bits(v))
 	default:
+		// Clamp before converting: float64(MaxInt64) rounds up to 2^63.
+		switch {
+		case v >= math.MaxInt64:
+			return strconv.FormatInt(math.MaxInt64, 10)
+		case v <= math.MinInt64:
+			return strconv.FormatInt(math.MinInt64, 10)
+		}
 		return strconv.FormatInt(int64(v), 10)
 	}
 }

@@ -24,11 +24,20 @@ func (b *Builder) Div(x, y *Value) *Value { return b.binary("divide", x, y) }
 // Rem returns the remainder of x / y with the sign of x.
 func (b *Builder) Rem(x, y *Value) *Value { return b.binary("remainder", x, y) }
 
-// Max returns the elementwise maximum (NaN propagates).
-func (b *Builder) Max(x, y *Value) *Value { return b.binary("maximum", x, y) }
+// Max returns the elementwise maximum; a NaN in either operand gives NaN
+// (spelled out, since backends may compile maximum without NaN checks).
+func (b *Builder) Max(x, y *Value) *Value { return b.propagateNaN(x, y, b.binary("maximum", x, y)) }
 
-// Min returns the elementwise minimum (NaN propagates).
-func (b *Builder) Min(x, y *Value) *Value { return b.binary("minimum", x, y) }
+// Min returns the elementwise minimum; a NaN in either operand gives NaN.
+func (b *Builder) Min(x, y *Value) *Value { return b.propagateNaN(x, y, b.binary("minimum", x, y)) }
+
+func (b *Builder) propagateNaN(x, y, r *Value) *Value {
+	if !x.T.Elem.IsFloat() {
+		return r
+	}
+	r = b.Select(b.Compare(NE, y, y), y, r)
+	return b.Select(b.Compare(NE, x, x), x, r)
+}
 
 // Pow returns x ** y elementwise.
 func (b *Builder) Pow(x, y *Value) *Value { return b.binary("power", x, y) }
@@ -121,6 +130,15 @@ func (b *Builder) Convert(x *Value, e Elem) *Value {
 		return x
 	}
 	return b.op("stablehlo.convert", x.T.WithElem(e), "", x)
+}
+
+// BitcastReshape reinterprets the bits of x as type t, where the widths
+// differ: a wider x gains a trailing dimension of the width ratio, a narrower
+// x loses its trailing dimension.
+func (b *Builder) BitcastReshape(x *Value, t Type) *Value {
+	mustf(x.T.NumElements()*int64(x.T.Elem.Bits()) == t.NumElements()*int64(t.Elem.Bits()),
+		"bitcast_convert: %v to %v changes the byte count", x.T, t)
+	return b.op("stablehlo.bitcast_convert", t, "", x)
 }
 
 // BitcastConvert reinterprets the bits of x as element type e of the same width.

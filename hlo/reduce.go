@@ -37,6 +37,12 @@ func (b *Builder) Reduce(x, init *Value, r Reducer, dims ...int64) *Value {
 	}
 	st := T(x.T.Elem)
 	body := b.region([]Type{st, st}, func(rb *Builder, a []*Value) []*Value {
+		switch r {
+		case ReduceMax:
+			return []*Value{rb.Max(a[0], a[1])}
+		case ReduceMin:
+			return []*Value{rb.Min(a[0], a[1])}
+		}
 		return []*Value{rb.binary(string(r), a[0], a[1])}
 	})
 	out := T(x.T.Elem, reducedShape(x.T, dims)...)

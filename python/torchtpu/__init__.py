@@ -1,5 +1,50 @@
-"""torchtpu: PyTorch's tpu device."""
+"""torchtpu: PyTorch's tpu device (the PrivateUse1 backend), executed through a PJRT plugin."""
+
+import torch
+
+from . import _lib, _runtime
+
+_loaded = False
+
+
+def _register_with_torch():
+    from . import device_module, printing
+
+    if torch._C._get_privateuse1_backend_name() != "tpu":
+        torch.utils.rename_privateuse1_backend("tpu")
+    if getattr(torch, "tpu", None) is not device_module:
+        torch._register_device_module("tpu", device_module)
+    if not hasattr(torch.Tensor, "is_tpu"):
+        torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
+    printing.install()
+
+
+def _load():
+    """Load the library, register the tpu device with torch and initialize the plugin (idempotent)."""
+    global _loaded
+    if _loaded:
+        return
+    _lib.load()
+    torch.ops.torchtpu.register_rule_kernels()
+    _register_with_torch()
+    _loaded = True
+    _runtime.init()
 
 
 def _autoload():
-    pass
+    """Entry point of the torch.backends group: `import torch` alone makes the tpu device usable."""
+    _load()
+
+
+def is_available():
+    from .devices import is_available as available
+
+    return available()
+
+
+def init_error():
+    """Why the plugin failed to initialize, or None."""
+    return _runtime.init_error()
+
+
+_load()

@@ -1,0 +1,21 @@
+// The boxed fallback: every op without an explicit kernel goes to Go, or to the CPU when Go has no rule.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+namespace torchtpu {
+
+// op_full_name is "ns::name.overload" ("ns::name" when the overload is empty).
+std::string op_full_name(const c10::OperatorName& name);
+
+// tpu_fallback runs one op for the PrivateUse1 key.
+void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+// register_rule_kernels installs tpu_fallback as the PrivateUse1 kernel of every aten op Go has a
+// rule for, so that ops PyTorch would otherwise decompose for any backend (structured functional
+// and in-place variants, which run a meta function and then call the out= variant) reach Go whole.
+// Views and CompositeImplicitAutograd ops are left alone (their autograd comes from the decomposition).
+void register_rule_kernels();
+
+}  // namespace torchtpu

@@ -1,0 +1,238 @@
+#include "kernels.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/Functions.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "allocator.h"
+#include "device_guard.h"
+#include "errors.h"
+#include "fork.h"
+#include "usable.h"
+#include "marshal.h"
+
+namespace torchtpu {
+namespace {
+
+constexpr c10::DispatchKeySet kTpuKeys(c10::DispatchKey::PrivateUse1);
+
+c10::Device tpu_device(std::optional<c10::Device> device_opt) {
+  auto device = c10::device_or_default(device_opt);
+  TORCH_CHECK(device.is_privateuseone(), "torchtpu: expected a tpu device, got ", device);
+  return c10::Device(c10::DeviceType::PrivateUse1, resolve_index(device.index()));
+}
+
+void check_factory_options(std::optional<c10::Layout> layout_opt, std::optional<bool> pin_memory_opt) {
+  TORCH_CHECK(c10::layout_or_default(layout_opt) == c10::Layout::Strided,
+              "torchtpu: only strided tensors are supported on tpu");
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory_opt), "torchtpu: only CPU tensors can be pinned");
+}
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype_opt,
+                               std::optional<c10::Layout> layout_opt, std::optional<c10::Device> device_opt,
+                               std::optional<bool> pin_memory_opt,
+                               std::optional<c10::MemoryFormat> memory_format_opt) {
+  check_usable();
+  check_factory_options(layout_opt, pin_memory_opt);
+  c10::DeviceGuard guard(tpu_device(device_opt));
+  return at::detail::empty_generic(size, tpu_allocator(), kTpuKeys, c10::dtype_or_default(dtype_opt),
+                                   memory_format_opt);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype_opt,
+                         std::optional<c10::Layout> layout_opt, std::optional<c10::Device> device_opt,
+                         std::optional<bool> pin_memory_opt) {
+  check_usable();
+  check_factory_options(layout_opt, pin_memory_opt);
+  c10::DeviceGuard guard(tpu_device(device_opt));
+  return at::detail::empty_strided_generic(size, stride, tpu_allocator(), kTpuKeys, c10::dtype_or_default(dtype_opt));
+}
+
+at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
+                      std::optional<int64_t> storage_offset) {
+  return at::native::as_strided_tensorimpl(self, size, stride, storage_offset);
+}
+
+at::Tensor view(const at::Tensor& self, c10::IntArrayRef size) { return at::native::view(self, size); }
+
+at::Tensor reshape_alias(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride) {
+  return at::native::_reshape_alias(self, size, stride);
+}
+
+at::Tensor unfold(const at::Tensor& self, int64_t dimension, int64_t size, int64_t step) {
+  return at::native::unfold(self, dimension, size, step);
+}
+
+at::Tensor view_as_real(const at::Tensor& self) { return at::native::view_as_real(self); }
+
+at::Tensor view_as_complex(const at::Tensor& self) { return at::native::view_as_complex(self); }
+
+// grow_storage makes self's storage large enough for nbytes (never shrinks it).
+void grow_storage(c10::TensorImpl* impl, size_t nbytes) {
+  if (impl->numel() == 0) {
+    return;
+  }
+  const auto& storage = impl->unsafe_storage();
+  if (nbytes > storage.nbytes()) {
+    resize_storage_bytes(storage.unsafeGetStorageImpl(), nbytes);
+  }
+}
+
+// resize_impl sets sizes (and strides when given) and grows the storage to fit, like resize_impl_cpu_.
+void resize_impl(c10::TensorImpl* impl, c10::IntArrayRef size, std::optional<c10::IntArrayRef> stride) {
+  if (impl->sizes() == size && (!stride || impl->strides() == *stride)) {
+    return;
+  }
+  const auto itemsize = impl->dtype().itemsize();
+  const auto offset = impl->storage_offset();
+  size_t nbytes = 0;
+  if (stride) {
+    impl->set_sizes_and_strides(size, *stride);
+    nbytes = at::detail::computeStorageNbytes(size, *stride, itemsize, offset);
+  } else {
+    impl->set_sizes_contiguous(size);
+    nbytes = at::detail::computeStorageNbytesContiguous(size, itemsize, offset);
+  }
+  grow_storage(impl, nbytes);
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<c10::MemoryFormat> memory_format) {
+  check_usable();
+  auto* impl = self.unsafeGetTensorImpl();
+  resize_impl(impl, size, std::nullopt);
+  if (memory_format) {
+    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "Unsupported memory format ", *memory_format);
+    impl->empty_tensor_restride(*memory_format);
+  }
+  return self;
+}
+
+at::Tensor& set_storage_offset(at::Tensor& self, c10::Storage source, int64_t storage_offset, c10::IntArrayRef size,
+                               c10::IntArrayRef stride) {
+  check_usable();
+  at::native::checkSetStorage(self, std::move(source), storage_offset, size, stride);
+  self.unsafeGetTensorImpl()->set_storage_offset(storage_offset);
+  std::optional<c10::IntArrayRef> stride_opt =
+      stride.data() != nullptr ? std::optional<c10::IntArrayRef>(stride) : std::nullopt;
+  resize_impl(self.unsafeGetTensorImpl(), size, stride_opt);
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source) { return at::native::set_(self, std::move(source)); }
+
+at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) { return at::native::set_tensor_(self, source); }
+
+at::Tensor& set_empty(at::Tensor& self) {
+  check_usable();
+  c10::DeviceGuard guard(self.device());
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, tpu_allocator(), /*resizable=*/true);
+  self.set_(storage, 0, {0}, {});
+  return self;
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  check_usable();
+  TORCH_CHECK(self.defined() && dst.defined(), "torchtpu: copy of an undefined tensor");
+  if (dst.numel() == 0) {
+    return dst;
+  }
+  const bool src_tpu = self.device().is_privateuseone();
+  const bool dst_tpu = dst.device().is_privateuseone();
+  if (src_tpu && dst_tpu) {
+    if (self.device() == dst.device()) {
+      ArgList args("aten::copy_");
+      args.add_tensor(dst);
+      args.add_tensor(self);
+      args.add_bool(non_blocking);
+      std::vector<ttpu_out> outs;
+      if (call_go(args, outs) == TTPU_OK) {
+        return dst;
+      }
+    }
+    from_host(dst, to_host(self));
+  } else if (dst_tpu) {
+    TORCH_CHECK(self.device().is_cpu(), "torchtpu: cannot copy from ", self.device(), " to ", dst.device());
+    from_host(dst, self);
+  } else {
+    TORCH_CHECK(dst.device().is_cpu(), "torchtpu: cannot copy from ", self.device(), " to ", dst.device());
+    dst.copy_(to_host(self));
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  dst.resize_(self.sizes());
+  return copy_from(self, dst, false);
+}
+
+c10::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  return to_host(self).item();
+}
+
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  auto plain = [](const at::Tensor& t) {
+    return t.layout() == c10::Layout::Strided && !t.is_quantized() &&
+           (t.device().is_cpu() || t.device().is_privateuseone());
+  };
+  return self.key_set() == from.key_set() || (plain(self) && plain(from));
+}
+
+}  // namespace
+
+at::Tensor to_host(const at::Tensor& src) {
+  check_usable();
+  at::Tensor out = at::empty(src.sizes(), at::TensorOptions().dtype(src.scalar_type()).device(c10::kCPU));
+  if (out.numel() == 0) {
+    return out;
+  }
+  ttpu_tensor desc = describe(src);
+  ErrBuf err;
+  check(ttpu_to_host(&desc, out.data_ptr(), static_cast<int64_t>(out.nbytes()), err.data(), err.len()), err,
+        "ttpu_to_host");
+  return out;
+}
+
+void from_host(const at::Tensor& dst, const at::Tensor& src) {
+  check_usable();
+  at::Tensor host = src.resolve_conj().resolve_neg().to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+  if (host.numel() == 0) {
+    return;
+  }
+  ttpu_tensor desc = describe(dst);
+  ErrBuf err;
+  check(ttpu_from_host(&desc, host.data_ptr(), static_cast<int64_t>(host.nbytes()), err.data(), err.len()), err,
+        "ttpu_from_host");
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("as_strided", TORCH_FN(as_strided));
+  m.impl("view", TORCH_FN(view));
+  m.impl("_reshape_alias", TORCH_FN(reshape_alias));
+  m.impl("unfold", TORCH_FN(unfold));
+  m.impl("view_as_real", TORCH_FN(view_as_real));
+  m.impl("view_as_complex", TORCH_FN(view_as_complex));
+  m.impl("resize_", TORCH_FN(resize_));
+  m.impl("set_.source_Storage", TORCH_FN(set_storage));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage_offset));
+  m.impl("set_.source_Tensor", TORCH_FN(set_tensor));
+  m.impl("set_", TORCH_FN(set_empty));
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
+}
+
+}  // namespace torchtpu

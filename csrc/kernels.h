@@ -1,0 +1,14 @@
+// Explicit kernels PyTorch requires of a device: factories, views, resize/set_, copies, .item().
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace torchtpu {
+
+// to_host reads a tpu tensor (any view) into a new contiguous CPU tensor of its dtype and sizes.
+at::Tensor to_host(const at::Tensor& src);
+
+// from_host writes a CPU tensor, converted to dst's dtype and broadcast to its sizes, into the tpu view dst.
+void from_host(const at::Tensor& dst, const at::Tensor& src);
+
+}  // namespace torchtpu

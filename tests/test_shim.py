@@ -1,0 +1,98 @@
+"""Device glue: views, copies, resize_/set_, out= resizing, Module.tpu(), RNG, fork.
+
+These hold whether an op runs through a Go rule or the CPU fallback."""
+
+import os
+import warnings
+
+import pytest
+import torch
+
+warnings.simplefilter("ignore", UserWarning)
+
+
+def a34():
+    return torch.arange(12, dtype=torch.float32).reshape(3, 4)
+
+
+
+def test_round_trip_and_views():
+    a = a34()
+    x = a.to("tpu")
+    assert torch.equal(x.cpu(), a)
+    assert torch.equal(x.t().cpu(), a.t())
+    assert torch.equal(x[1].cpu(), a[1])
+    assert torch.equal(x[:, 1:3].cpu(), a[:, 1:3])
+    assert torch.equal(x.view(12).cpu(), a.view(12))
+    assert torch.equal(x.unfold(1, 2, 2).cpu(), a.unfold(1, 2, 2))
+    assert torch.equal(x.as_strided((2, 2), (1, 4), 1).cpu(), a.as_strided((2, 2), (1, 4), 1))
+    assert x.view(12).untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+
+
+def test_copies():
+    a = a34()
+    x = a.to("tpu")
+    w = torch.zeros(4, 3, device="tpu")
+    w.copy_(x.t())
+    assert torch.equal(w.cpu(), a.t())
+    b = torch.zeros(3, 4, device="tpu")
+    b[1].copy_(torch.arange(4.0))
+    assert torch.equal(b.cpu()[1], torch.arange(4.0))
+    assert torch.equal(x.to(torch.int64).cpu(), a.to(torch.int64))
+    assert x[2, 3].item() == 11.0
+
+
+def test_resize_and_set():
+    r = torch.tensor([1.0, 2.0]).to("tpu")
+    r.resize_(5)
+    assert r.shape == (5,)
+    assert torch.equal(r.cpu()[:2], torch.tensor([1.0, 2.0]))
+    x = a34().to("tpu")
+    s = torch.empty(0, device="tpu")
+    s.set_(x.untyped_storage(), 4, (4,), (1,))
+    assert torch.equal(s.cpu(), a34()[1])
+    out = torch.empty(0, device="tpu")
+    torch.add(x, x, out=out)
+    assert out.shape == (3, 4) and torch.equal(out.cpu(), 2 * a34())
+
+
+
+
+def test_module_tpu_keeps_parameters():
+    m = torch.nn.Linear(4, 2)
+    w = m.weight
+    m.tpu()
+    assert m.weight is w and w.device.type == "tpu"
+
+
+
+def test_manual_seed_reproducible():
+    torch.manual_seed(7)
+    r1 = torch.rand(4, device="tpu").cpu()
+    torch.manual_seed(7)
+    r2 = torch.rand(4, device="tpu").cpu()
+    assert torch.equal(r1, r2)
+    g = torch.Generator(device="tpu").manual_seed(3)
+    r3 = torch.rand(4, device="tpu", generator=g).cpu()
+    g.manual_seed(3)
+    assert torch.equal(r3, torch.rand(4, device="tpu", generator=g).cpu())
+
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_forked_child_cannot_use_device():
+    x = torch.ones(2, device="tpu")
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            torch.ones(2, device="tpu")
+            code = 1
+        except RuntimeError as e:
+            code = 0 if "forked child" in str(e) else 2
+        if not torch.tpu._is_in_bad_fork():
+            code = 3
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert torch.equal((x + x).cpu(), torch.full((2,), 2.0))
