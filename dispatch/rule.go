@@ -20,6 +20,17 @@ type Reader interface {
 	// a sync point that flushes the graph: rules use it only to check indices
 	// at the call site, before they read any tensor value.
 	Int64s(handle any) ([]int64, error)
+	// ScalarInt is Scalar for an exact 64-bit integer (seeds, counters).
+	ScalarInt(v int64, e hlo.Elem) *hlo.Value
+}
+
+// Write is a result a rule stores into a mutated argument itself: tensor
+// Index of argument Arg (0 for a plain tensor argument, the position for a
+// tensor list). Ops that mutate several arguments (fused optimizers,
+// batch norm's running stats) use it.
+type Write struct {
+	Arg, Index int
+	V          *hlo.Value
 }
 
 // Ctx is what a rule sees: the builder, the arguments and the reader.
@@ -28,6 +39,14 @@ type Ctx struct {
 	B    *hlo.Builder
 	Args []Arg
 	R    Reader
+	// Writes collects the rule's own writes into mutated arguments; the
+	// engine applies them only when the rule succeeds.
+	Writes []Write
+}
+
+// WriteArg records that value v is to be stored into tensor index of argument arg.
+func (c *Ctx) WriteArg(arg, index int, v *hlo.Value) {
+	c.Writes = append(c.Writes, Write{arg, index, v})
 }
 
 // Fn is a rule: it checks the arguments (returning an error that says why

@@ -19,6 +19,8 @@ func (r *fakeReader) Read(h any) *hlo.Value { return h.(*hlo.Value) }
 
 func (r *fakeReader) Scalar(v float64, e hlo.Elem) *hlo.Value { return r.b.Scalar(e, v) }
 
+func (r *fakeReader) ScalarInt(v int64, e hlo.Elem) *hlo.Value { return r.b.ConstantInt(hlo.T(e), v) }
+
 func (r *fakeReader) Int64s(h any) ([]int64, error) {
 	v := h.(*hlo.Value)
 	if xs, ok := r.ints[v]; ok {

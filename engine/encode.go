@@ -70,6 +70,16 @@ func encodeScalar(v float64, e hlo.Elem) []byte {
 	return b
 }
 
+// encodeInt returns the little-endian bytes of the integer v as element type e.
+func encodeInt(v int64, e hlo.Elem) []byte {
+	if e.IsFloat() {
+		return encodeScalar(float64(v), e)
+	}
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint64(b, uint64(v))
+	return b[:e.Bits()/8]
+}
+
 // decodeScalar reads one element of type e from b as a float64.
 func decodeScalar(b []byte, e hlo.Elem) float64 {
 	switch e {

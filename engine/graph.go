@@ -75,6 +75,18 @@ func (e *Engine) Scalar(v float64, elem hlo.Elem) *hlo.Value {
 	return e.g.param(buf, hlo.T(elem))
 }
 
+// ScalarInt implements dispatch.Reader: an exact integer runtime input.
+// Unlike Scalar the buffer is not cached (seeds change every call).
+func (e *Engine) ScalarInt(v int64, elem hlo.Elem) *hlo.Value {
+	buf, err := e.client.BufferFromHost(encodeInt(v, elem), pjrtType(elem), nil, 0)
+	if err != nil {
+		panic(fmt.Errorf("uploading a scalar: %w", err))
+	}
+	e.m.H2DBytes += int64(elem.Bits() / 8)
+	e.g.retired = append(e.g.retired, buf)
+	return e.g.param(buf, hlo.T(elem))
+}
+
 // flush lowers the pending graph to one module, compiles it (once per
 // distinct module) and launches it; results replace the storages' values.
 // It returns the buffers of g.extra, which the caller must destroy.

@@ -56,8 +56,14 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 			outs = append(outs, o)
 		}
 	case dispatch.Inplace:
-		if err := e.writeResult(args[0].Handles[0].(*TensorDesc), results[0], "self"); err != nil {
-			return nil, err
+		// self is a tensor, or a tensor list for the _foreach_ ops.
+		for i, h := range args[0].Handles {
+			if i >= len(results) {
+				return nil, fmt.Errorf("the rule gave %d results for %d tensors", len(results), len(args[0].Handles))
+			}
+			if err := e.writeResult(h.(*TensorDesc), results[i], "self"); err != nil {
+				return nil, err
+			}
 		}
 	case dispatch.OutVariant:
 		k := len(results)
@@ -83,6 +89,11 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 			if err := e.writeResult(dsts[i].Handles[0].(*TensorDesc), r, "out"); err != nil {
 				return nil, err
 			}
+		}
+	}
+	for _, w := range c.Writes {
+		if err := e.writeResult(args[w.Arg].Handles[w.Index].(*TensorDesc), w.V, "argument"); err != nil {
+			return nil, err
 		}
 	}
 	e.m.OpsRecorded++
