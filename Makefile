@@ -16,6 +16,7 @@ SHIM_OBJ := $(patsubst csrc/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC))
 GO_SRC := $(shell find pjrt hlo dispatch engine compile_cache bridge -name '*.go' -o -name '*.c' -o -name '*.h' 2>/dev/null)
 export CGO_CFLAGS := -I$(ROOT)/$(BUILD)/include -O2
 export TORCHTPU_PLUGIN_PATH := $(PLUGIN_DIR)/xla_cpu_pjrt.so
+export PYTHONPATH := $(ROOT)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 .PHONY: build run test test-go test-py env clean bench
 build: $(LIB)

@@ -49,6 +49,10 @@ func guard(buf *C.char, n C.int64_t, f func() error) (status C.ttpu_status) {
 	}()
 	if err := f(); err != nil {
 		setErr(buf, n, err.Error())
+		var oom *engine.OOMError
+		if errors.As(err, &oom) {
+			return C.TTPU_OOM
+		}
 		return C.TTPU_ERROR
 	}
 	return C.TTPU_OK
@@ -167,6 +171,20 @@ func ttpu_storage_copy(dst, src C.uint64_t, nbytes C.int64_t, err *C.char, errle
 func ttpu_synchronize(err *C.char, errlen C.int64_t) C.ttpu_status {
 	return guard(err, errlen, eng.Synchronize)
 }
+
+//export ttpu_mark_step
+func ttpu_mark_step(err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, eng.MarkStep)
+}
+
+//export ttpu_max_memory_allocated
+func ttpu_max_memory_allocated() C.int64_t { return C.int64_t(eng.MaxMemoryAllocated()) }
+
+//export ttpu_reset_peak_memory
+func ttpu_reset_peak_memory() { eng.ResetPeakMemory() }
+
+//export ttpu_memory_limit
+func ttpu_memory_limit() C.int64_t { return C.int64_t(eng.MemoryLimit()) }
 
 //export ttpu_note_fallback
 func ttpu_note_fallback(op *C.char) C.int32_t {

@@ -25,6 +25,7 @@ typedef int32_t ttpu_status;
 #define TTPU_ERROR 1        /* err holds the message */
 #define TTPU_NO_RULE 2      /* ttpu_op: the op has no rule; run it on CPU */
 #define TTPU_NEEDS_RESIZE 3 /* ttpu_op: out= arguments must be resized to outs[] first */
+#define TTPU_OOM 4          /* the device memory limit would be exceeded; err holds the message */
 
 #define TTPU_MAX_DIMS 12
 
@@ -121,6 +122,16 @@ ttpu_status ttpu_storage_copy(uint64_t dst, uint64_t src, int64_t nbytes, char* 
 
 /* ttpu_synchronize flushes pending work and waits for the device to finish it. */
 ttpu_status ttpu_synchronize(char* err, int64_t errlen);
+
+/* ttpu_mark_step marks a step boundary (an optimizer step): in fused mode the
+ * pending graph is launched, without waiting for it. */
+ttpu_status ttpu_mark_step(char* err, int64_t errlen);
+
+/* ttpu_max_memory_allocated returns the peak of ttpu_memory_allocated since the
+ * last ttpu_reset_peak_memory; ttpu_memory_limit the byte limit of the device. */
+int64_t ttpu_max_memory_allocated(void);
+void ttpu_reset_peak_memory(void);
+int64_t ttpu_memory_limit(void);
 
 /* ttpu_note_fallback counts one CPU fallback of op; returns 1 the first time (warn then). */
 int32_t ttpu_note_fallback(const char* op);

@@ -48,6 +48,7 @@ type Engine struct {
 	fused    int // op count that forces a flush in fused mode
 	warned   map[string]bool
 	cur      *dispatch.Ctx // the rule running now, if any
+	limit    int64         // device memory limit in bytes
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.
@@ -69,6 +70,7 @@ func New() *Engine {
 		initErr:  errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),
 	}
 	e.m.Fallbacks = map[string]int64{}
+	e.limit = memoryLimit()
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
 	}
@@ -138,7 +140,18 @@ func (e *Engine) Alloc(nbytes int64, device int) (uint64, error) {
 	return e.newStorage(nbytes, device)
 }
 
+// OOMError reports that an allocation would pass the device memory limit.
+type OOMError struct{ Requested, Allocated, Limit int64 }
+
+func (e *OOMError) Error() string {
+	return fmt.Sprintf("torchtpu: out of memory on tpu: tried to allocate %d bytes with %d bytes allocated and a limit of %d bytes (set TORCHTPU_MEMORY_LIMIT to change it)",
+		e.Requested, e.Allocated, e.Limit)
+}
+
 func (e *Engine) newStorage(nbytes int64, device int) (uint64, error) {
+	if e.liveB+nbytes > e.limit {
+		return 0, &OOMError{nbytes, e.liveB, e.limit}
+	}
 	addr, err := e.addrs.alloc(nbytes)
 	if err != nil {
 		return 0, err
@@ -184,6 +197,33 @@ func (e *Engine) LiveStorages() int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.live
+}
+
+// MaxMemoryAllocated returns the peak of MemoryAllocated since the last reset.
+func (e *Engine) MaxMemoryAllocated() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.m.PeakBytes
+}
+
+// ResetPeakMemory restarts the peak at the current allocation.
+func (e *Engine) ResetPeakMemory() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.m.PeakBytes = e.liveB
+}
+
+// MemoryLimit returns the device memory limit in bytes.
+func (e *Engine) MemoryLimit() int64 { return e.limit }
+
+// MarkStep marks a step boundary: in fused mode the pending graph is launched.
+func (e *Engine) MarkStep() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready(); err != nil {
+		return err
+	}
+	return e.flush()
 }
 
 // MemoryAllocated returns the bytes of all live storages.

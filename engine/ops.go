@@ -35,7 +35,7 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 		}
 		if err != nil {
 			if _, resize := err.(*ResizeError); !resize {
-				err = fmt.Errorf("%s: %v (arguments: %s)", op, strings.TrimPrefix(err.Error(), "hlo: "), describe(args))
+				err = &opError{op: op, args: describe(args), err: err}
 			}
 		}
 	}()
@@ -152,3 +152,15 @@ func describe(args []dispatch.Arg) string {
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }
+
+// opError names the op and its arguments in front of a rule's error.
+type opError struct {
+	op, args string
+	err      error
+}
+
+func (e *opError) Error() string {
+	return fmt.Sprintf("%s: %s (arguments: %s)", e.op, strings.TrimPrefix(e.err.Error(), "hlo: "), e.args)
+}
+
+func (e *opError) Unwrap() error { return e.err }

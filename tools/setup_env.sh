@@ -19,8 +19,10 @@ if [ ! -f "$venv/.complete" ]; then
     -r "$root/python/requirements-plugin.txt" >&2
   touch "$venv/.complete"
 fi
-# The editable install points at one clone; redo it when this clone is another.
-if [ "$(cat "$venv/.clone" 2>/dev/null)" != "$root" ]; then
+# The editable install points at one clone; redo it when this clone is another
+# (TORCHTPU_KEEP_EDITABLE=1 keeps it: the Makefile puts this clone first on
+# PYTHONPATH anyway, so several work trees can share one environment).
+if [ "${TORCHTPU_KEEP_EDITABLE:-0}" != 1 ] && [ "$(cat "$venv/.clone" 2>/dev/null)" != "$root" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$root/python" >&2
   echo "$root" > "$venv/.clone"
 fi
