@@ -29,26 +29,28 @@ type Storage struct {
 
 // Engine is one PJRT client and the state of its devices.
 type Engine struct {
-	mu       sync.Mutex
-	client   *pjrt.Client
-	initErr  error
-	plugin   string
-	addrs    *addressSpace
-	storages map[uint64]*Storage
-	live     int64
-	liveB    int64
-	g        *graph
-	mode     Mode
-	cache    *compile_cache.LRU
-	options  []byte
-	scalars  map[scalarKey]*pjrt.Buffer
-	last     *pjrt.Event
-	forked   bool
-	m        Metrics
-	fused    int // op count that forces a flush in fused mode
-	warned   map[string]bool
-	cur      *dispatch.Ctx // the rule running now, if any
-	limit    int64         // device memory limit in bytes
+	mu        sync.Mutex
+	client    *pjrt.Client
+	initErr   error
+	plugin    string
+	addrs     *addressSpace
+	storages  map[uint64]*Storage
+	live      int64
+	liveB     int64
+	g         *graph
+	mode      Mode
+	cache     *compile_cache.LRU
+	options   []byte
+	scalars   map[scalarKey]*pjrt.Buffer
+	last      *pjrt.Event
+	forked    bool
+	m         Metrics
+	fused     int // op count that forces a flush in fused mode
+	warned    map[string]bool
+	cur       *dispatch.Ctx // the rule running now, if any
+	limit     int64         // device memory limit in bytes
+	curOp     string        // the op being recorded, for error messages
+	checkNaNs bool          // TORCHTPU_CHECK_NANS=1
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.
@@ -71,6 +73,7 @@ func New() *Engine {
 	}
 	e.m.Fallbacks = map[string]int64{}
 	e.limit = memoryLimit()
+	e.checkNaNs = os.Getenv("TORCHTPU_CHECK_NANS") == "1"
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
 	}

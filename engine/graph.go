@@ -116,6 +116,23 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	if len(outs) == 0 {
 		return nil, nil
 	}
+	// With TORCHTPU_CHECK_NANS=1 in debug mode, each float output also yields
+	// a flag saying whether it holds a NaN.
+	var nanChecked []*Storage
+	if e.mode == ModeDebug && e.checkNaNs {
+		for i, st := range dst {
+			if st.dtype.IsFloat() {
+				v := outs[i]
+				isNaN := g.b.Compare(hlo.NE, v, v)
+				dims := make([]int64, v.T.Rank())
+				for i := range dims {
+					dims[i] = int64(i)
+				}
+				outs = append(outs, g.b.Reduce(isNaN, g.b.Scalar(hlo.Pred, 0), hlo.ReduceOr, dims...))
+				nanChecked = append(nanChecked, st)
+			}
+		}
+	}
 	text, used := g.b.Module(outs)
 	exe, err := e.executable(text)
 	if err != nil {
@@ -142,6 +159,22 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 		if err := ev.Await(); err != nil {
 			return nil, fmt.Errorf("torchtpu: a graph of %d ops failed: %w", g.ops, err)
 		}
+	}
+	flags := results[len(results)-len(nanChecked):]
+	results = results[:len(results)-len(nanChecked)]
+	var nanErr error
+	for _, f := range flags {
+		b := make([]byte, 1)
+		if err := f.ToHost(b); err == nil && b[0] != 0 && nanErr == nil {
+			nanErr = &NaNError{Op: e.curOp}
+		}
+		f.Destroy()
+	}
+	if nanErr != nil {
+		for _, b := range results[len(dst):] {
+			b.Destroy()
+		}
+		return nil, nanErr
 	}
 	return results[len(dst):], nil
 }
@@ -202,4 +235,11 @@ func (e *Engine) Synchronize() error {
 		return err
 	}
 	return nil
+}
+
+// NaNError reports an op whose result holds a NaN (TORCHTPU_CHECK_NANS=1, debug mode).
+type NaNError struct{ Op string }
+
+func (e *NaNError) Error() string {
+	return fmt.Sprintf("torchtpu: %s produced a NaN (TORCHTPU_CHECK_NANS=1 in debug mode)", e.Op)
 }

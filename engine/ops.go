@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -34,13 +35,14 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 			err = fmt.Errorf("%v", r)
 		}
 		if err != nil {
-			if _, resize := err.(*ResizeError); !resize {
+			var nan *NaNError
+			if _, resize := err.(*ResizeError); !resize && !errors.As(err, &nan) {
 				err = &opError{op: op, args: describe(args), err: err}
 			}
 		}
 	}()
 	c := &dispatch.Ctx{Op: op, B: e.g.b, Args: args, R: e}
-	e.cur = c
+	e.cur, e.curOp = c, op
 	defer func() { e.cur = nil }()
 	results, err := entry.Rule.Fn(c)
 	if err != nil {

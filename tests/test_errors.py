@@ -60,3 +60,18 @@ def test_errors_keep_the_interpreter_and_device_usable(mode):
         with pytest.raises(RuntimeError):
             torch.ones(2, device="tpu") @ torch.ones(3, device="tpu")
     assert torch.equal((torch.ones(2, device="tpu") * 3).cpu(), torch.full((2,), 3.0))
+
+
+def test_check_nans_names_the_op():
+    import os
+    import subprocess
+    import sys
+    code = ("import torch\ntorch.tpu.set_mode('debug')\nx = torch.tensor([1.0, -1.0]).to('tpu')\n"
+            "y = x * 2\n"
+            "try:\n    torch.sqrt(x)\nexcept RuntimeError as e:\n    print('ERR', e)\n"
+            "print('ok', (y + 1).cpu().tolist())\n")
+    env = dict(os.environ, TORCHTPU_CHECK_NANS="1")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "ERR" in r.stdout and "sqrt" in r.stdout and "NaN" in r.stdout, r.stdout
+    assert "ok [3.0, -1.0]" in r.stdout
