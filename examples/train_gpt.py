@@ -83,7 +83,7 @@ def batches(data, ctx, batch, seed):
         yield x, y
 
 
-def train(device="tpu", mode=None, steps=100, seed=0, dropout=0.1, batch=16, log=print, lr=3e-3):
+def train(device="tpu", mode=None, steps=100, seed=0, dropout=0.1, batch=16, log=print, lr=3e-3, on_step=None):
     """Trains the GPT; returns the per-step losses, the step times, the model and the vocabulary."""
     set_mode(device, mode)
     torch.manual_seed(seed)
@@ -111,6 +111,8 @@ def train(device="tpu", mode=None, steps=100, seed=0, dropout=0.1, batch=16, log
         sched.step()
         losses.append(loss.item())
         dt = timer.stop()
+        if on_step:
+            on_step(step)
         if log and (step % 20 == 0 or step == steps - 1):
             log(f"step {step:4d}  loss {losses[-1]:.4f}  lr {sched.get_last_lr()[0]:.2e}  {dt * 1e3:.1f} ms")
     return losses, timer, model, chars
