@@ -50,6 +50,7 @@ type Engine struct {
 	cur       *dispatch.Ctx // the rule running now, if any
 	limit     int64         // device memory limit in bytes
 	curOp     string        // the op being recorded, for error messages
+	pluginID  string        // the plugin identity, a part of every cache key
 	checkNaNs bool          // TORCHTPU_CHECK_NANS=1
 }
 
@@ -106,6 +107,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 	}
 	e.addrs, e.client, e.plugin, e.initErr = addrs, c, path, nil
 	e.options = pjrt.DefaultCompileOptions()
+	e.pluginID = e.pluginIdentity()
 	return nil
 }
 

@@ -179,30 +179,33 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	return results[len(dst):], nil
 }
 
-// executable returns the compiled program for module text, compiling it on a miss.
+// executable returns the compiled program for module text, compiling it on a
+// miss. Within a process every key part but the module text is fixed, so the
+// in-memory tier is keyed by the text itself; the full key over all named
+// parts (DESIGN.md) is computed on a miss, where it names the program.
 func (e *Engine) executable(text string) (*pjrt.Executable, error) {
-	key := compile_cache.Key(
-		compile_cache.Part{Name: "module", Value: text},
-		compile_cache.Part{Name: "options", Value: string(e.options)},
-		compile_cache.Part{Name: "plugin", Value: e.pluginIdentity()},
-		compile_cache.Part{Name: "version", Value: Version},
-	)
-	if x, ok := e.cache.Get(key); ok {
+	if x, ok := e.cache.Get(text); ok {
 		e.m.CacheHits++
 		return x.(*pjrt.Executable), nil
 	}
 	e.m.CacheMisses++
+	key := compile_cache.Key(
+		compile_cache.Part{Name: "module", Value: text},
+		compile_cache.Part{Name: "options", Value: string(e.options)},
+		compile_cache.Part{Name: "plugin", Value: e.pluginID},
+		compile_cache.Part{Name: "version", Value: Version},
+	)
 	t0 := time.Now()
 	exe, err := e.client.Compile(text, e.options)
 	if err != nil {
 		if os.Getenv("TORCHTPU_DUMP_FAILED") != "" {
 			fmt.Fprintln(os.Stderr, text)
 		}
-		return nil, fmt.Errorf("torchtpu: compiling a graph failed: %w", err)
+		return nil, fmt.Errorf("torchtpu: compiling a graph failed (program %s): %w", key[:16], err)
 	}
 	e.m.CompileSeconds += time.Since(t0).Seconds()
 	e.m.GraphsCompiled++
-	e.cache.Put(key, exe)
+	e.cache.Put(text, exe)
 	return exe, nil
 }
 
