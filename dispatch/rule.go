@@ -22,6 +22,12 @@ type Reader interface {
 	Int64s(handle any) ([]int64, error)
 	// ScalarInt is Scalar for an exact 64-bit integer (seeds, counters).
 	ScalarInt(v int64, e hlo.Elem) *hlo.Value
+	// Int64Tensor uploads host integers of the given shape as a runtime
+	// input (indices computed on the host after a sync, e.g. from a mask).
+	Int64Tensor(vals []int64, shape []int64) *hlo.Value
+	// Int64Values reads an integer or bool value of the current graph to the
+	// host, like Int64s (a sync point; values read before it are stale).
+	Int64Values(v *hlo.Value) ([]int64, error)
 }
 
 // Write is a result a rule stores into a mutated argument itself: tensor

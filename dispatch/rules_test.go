@@ -21,6 +21,14 @@ func (r *fakeReader) Scalar(v float64, e hlo.Elem) *hlo.Value { return r.b.Scala
 
 func (r *fakeReader) ScalarInt(v int64, e hlo.Elem) *hlo.Value { return r.b.ConstantInt(hlo.T(e), v) }
 
+func (r *fakeReader) Int64Values(v *hlo.Value) ([]int64, error) {
+	return make([]int64, v.T.NumElements()), nil
+}
+
+func (r *fakeReader) Int64Tensor(vals []int64, shape []int64) *hlo.Value {
+	return r.b.Param(hlo.T(hlo.S64, shape...))
+}
+
 func (r *fakeReader) Int64s(h any) ([]int64, error) {
 	v := h.(*hlo.Value)
 	if xs, ok := r.ints[v]; ok {

@@ -87,6 +87,21 @@ func (e *Engine) ScalarInt(v int64, elem hlo.Elem) *hlo.Value {
 	return e.g.param(buf, hlo.T(elem))
 }
 
+// Int64Tensor implements dispatch.Reader: host integers as a runtime input.
+func (e *Engine) Int64Tensor(vals []int64, shape []int64) *hlo.Value {
+	raw := make([]byte, 8*len(vals))
+	for i, v := range vals {
+		copy(raw[8*i:], encodeInt(v, hlo.S64))
+	}
+	buf, err := e.client.BufferFromHost(raw, pjrt.S64, shape, 0)
+	if err != nil {
+		panic(fmt.Errorf("uploading indices: %w", err))
+	}
+	e.m.H2DBytes += int64(len(raw))
+	e.g.retired = append(e.g.retired, buf)
+	return e.g.param(buf, hlo.T(hlo.S64, shape...))
+}
+
 // flush lowers the pending graph to one module, compiles it (once per
 // distinct module) and launches it; results replace the storages' values.
 // It returns the buffers of g.extra, which the caller must destroy.

@@ -131,6 +131,43 @@ func (e *Engine) Int64s(h any) ([]int64, error) {
 	return out, nil
 }
 
+// Int64Values implements dispatch.Reader: an integer or bool value of the
+// current graph, computed and read to the host.
+func (e *Engine) Int64Values(v *hlo.Value) ([]int64, error) {
+	d := dispatch.FromElem(v.T.Elem)
+	if !d.IsIntegral(true) {
+		return nil, fmt.Errorf("expected an integer value, got %s", d)
+	}
+	e.g.extra = append(e.g.extra, v)
+	bufs, err := e.flushExtra()
+	if e.cur != nil {
+		e.cur.B = e.g.b
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer bufs[0].Destroy()
+	n := numel(v.T.Shape)
+	size := d.Size()
+	raw := make([]byte, n*int64(size))
+	if n > 0 {
+		if err := bufs[0].ToHost(raw); err != nil {
+			return nil, err
+		}
+	}
+	e.m.D2HBytes += int64(len(raw))
+	out := make([]int64, n)
+	for i := range out {
+		b := raw[i*size : (i+1)*size]
+		if d == dispatch.Int64 {
+			out[i] = int64(binary.LittleEndian.Uint64(b))
+		} else {
+			out[i] = int64(decodeScalar(b, v.T.Elem))
+		}
+	}
+	return out, nil
+}
+
 // StorageCopy copies the first nbytes of storage src into storage dst (for
 // resize_, which moves a tensor to a larger storage).
 func (e *Engine) StorageCopy(dst, src uint64, nbytes int64) error {

@@ -1,0 +1,333 @@
+package dispatch
+
+import "torchtpu/hlo"
+
+// advIndex is advanced indexing resolved on the host: the indexed
+// dimensions of the source, their int64 index values broadcast to one shape,
+// and where the result's index dimensions go.
+type advIndex struct {
+	dims     []int64      // indexed source dimensions, ascending
+	vals     []*hlo.Value // int64 indices of shape bshape, one per dims entry
+	bshape   []int64      // the broadcast index shape
+	adjacent bool         // indexed dims are consecutive: index dims replace them in place
+}
+
+// resolveIndices reads the Tensor?[] argument arg (indices into a tensor of
+// the given sizes) to the host, turning bool masks into coordinates and
+// checking bounds, as PyTorch does before it indexes. It is a sync point, so
+// rules call it before reading any tensor value.
+func (c *Ctx) resolveIndices(arg int, sizes []int64) (*advIndex, error) {
+	a := c.Args[arg]
+	type hostIdx struct {
+		dim   int64
+		vals  []int64
+		shape []int64
+	}
+	var hs []hostIdx
+	d := int64(0)
+	for k, m := range a.Tensors {
+		if !m.Defined {
+			d++
+			continue
+		}
+		if m.DType == Bool || m.DType == Uint8 {
+			if d+int64(m.Rank()) > int64(len(sizes)) {
+				return nil, Errorf("too many indices for tensor of dimension %d (got %d)", len(sizes), d+int64(m.Rank()))
+			}
+			for j, s := range m.Sizes {
+				if s != sizes[d+int64(j)] {
+					return nil, Errorf("The shape of the mask %s at index %d does not match the shape of the indexed tensor %s at index %d",
+						shapeString(m.Sizes), j, shapeString(sizes), d+int64(j))
+				}
+			}
+			mask, err := c.R.Int64s(a.Handles[k])
+			if err != nil {
+				return nil, err
+			}
+			coords := make([][]int64, m.Rank())
+			strides := contiguous(m.Sizes)
+			for flat, v := range mask {
+				if v == 0 {
+					continue
+				}
+				for j := range coords {
+					coords[j] = append(coords[j], (int64(flat)/strides[j])%m.Sizes[j])
+				}
+			}
+			for j := range coords {
+				n := int64(len(coords[j]))
+				if len(mask) == 0 || m.Rank() == 0 {
+					n = 0
+				}
+				hs = append(hs, hostIdx{d + int64(j), coords[j], []int64{n}})
+			}
+			if m.Rank() == 0 { // a 0-dim mask adds a dimension of size 1 or 0
+				return nil, Errorf("indexing with a zero-dimensional mask is not supported")
+			}
+			d += int64(m.Rank())
+			continue
+		}
+		if !m.DType.IsIntegral(false) {
+			return nil, Errorf("tensors used as indices must be long, int, byte or bool tensors")
+		}
+		if d >= int64(len(sizes)) {
+			return nil, Errorf("too many indices for tensor of dimension %d (got %d)", len(sizes), d+1)
+		}
+		vals, err := c.R.Int64s(a.Handles[k])
+		if err != nil {
+			return nil, err
+		}
+		size := sizes[d]
+		for i, v := range vals {
+			if v < -size || v >= size {
+				return nil, Errorf("index %d is out of bounds for dimension %d with size %d", v, d, size)
+			}
+			if v < 0 {
+				vals[i] = v + size
+			}
+		}
+		hs = append(hs, hostIdx{d, vals, m.Sizes})
+		d++
+	}
+	if len(hs) == 0 {
+		return nil, Errorf("at least one index must be a tensor")
+	}
+	shapes := make([][]int64, len(hs))
+	for i, h := range hs {
+		shapes[i] = h.shape
+	}
+	bshape, err := BroadcastShapes(shapes...)
+	if err != nil {
+		return nil, Errorf("shape mismatch: indexing tensors could not be broadcast together")
+	}
+	ai := &advIndex{bshape: bshape, adjacent: true}
+	for i, h := range hs {
+		ai.dims = append(ai.dims, h.dim)
+		if i > 0 && h.dim != hs[i-1].dim+1 {
+			ai.adjacent = false
+		}
+		v := c.R.Int64Tensor(h.vals, h.shape)
+		ai.vals = append(ai.vals, c.B.BroadcastTo(v, bshape))
+	}
+	return ai, nil
+}
+
+func contiguous(sizes []int64) []int64 {
+	st := make([]int64, len(sizes))
+	acc := int64(1)
+	for i := len(sizes) - 1; i >= 0; i-- {
+		st[i] = acc
+		acc *= max(sizes[i], 1)
+	}
+	return st
+}
+
+// layout returns the result shape of indexing sizes with ai, the offset
+// (slice) dims' positions in it, and the unindexed source dims in order.
+func (ai *advIndex) layout(sizes []int64) (out, offsetDims, rest []int64) {
+	indexed := map[int64]bool{}
+	for _, d := range ai.dims {
+		indexed[d] = true
+	}
+	for d := range sizes {
+		if !indexed[int64(d)] {
+			rest = append(rest, int64(d))
+		}
+	}
+	first := int64(0)
+	if ai.adjacent {
+		first = ai.dims[0]
+	}
+	// Unindexed dims before the index block keep their place; the rest follow it.
+	for _, d := range rest {
+		if ai.adjacent && d < first {
+			offsetDims = append(offsetDims, int64(len(out)))
+			out = append(out, sizes[d])
+		}
+	}
+	out = append(out, ai.bshape...)
+	for _, d := range rest {
+		if !(ai.adjacent && d < first) {
+			offsetDims = append(offsetDims, int64(len(out)))
+			out = append(out, sizes[d])
+		}
+	}
+	return out, offsetDims, rest
+}
+
+// stacked returns the index values stacked along a new last dimension.
+func (ai *advIndex) stacked(b *hlo.Builder) *hlo.Value {
+	shape := append(append([]int64{}, ai.bshape...), 1)
+	parts := make([]*hlo.Value, len(ai.vals))
+	for i, v := range ai.vals {
+		parts[i] = b.Reshape(v, shape...)
+	}
+	return b.Concatenate(len(ai.bshape), parts...)
+}
+
+// indexRule is index.Tensor(self, Tensor?[] indices): advanced indexing.
+func indexRule(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	ai, err := c.resolveIndices(1, m.Sizes)
+	if err != nil {
+		return nil, err
+	}
+	out, offsetDims, _ := ai.layout(m.Sizes)
+	slice := append([]int64{}, m.Sizes...)
+	for _, d := range ai.dims {
+		slice[d] = 1
+	}
+	if numel(out) == 0 {
+		return []*hlo.Value{full(c.B, m.DType, out, 0)}, nil
+	}
+	g := c.B.Gather(c.T(0), ai.stacked(c.B), hlo.T(m.DType.Elem(), out...), offsetDims, ai.dims, ai.dims,
+		int64(len(ai.bshape)), slice)
+	return []*hlo.Value{g}, nil
+}
+
+// indexPut is index_put(self, Tensor?[] indices, values, accumulate): values
+// broadcast to the indexing result's shape are scattered into self.
+func indexPut(c *Ctx) ([]*hlo.Value, error) {
+	m, vm := c.Meta(0), c.Meta(2)
+	ai, err := c.resolveIndices(1, m.Sizes)
+	if err != nil {
+		return nil, err
+	}
+	out, offsetDims, _ := ai.layout(m.Sizes)
+	if _, err := BroadcastShapes(out, vm.Sizes); err != nil || len(vm.Sizes) > len(out) {
+		return nil, Errorf("shape mismatch: value tensor of shape %s cannot be broadcast to indexing result of shape %s",
+			shapeString(vm.Sizes), shapeString(out))
+	}
+	if vm.DType != m.DType {
+		return nil, Errorf("Index put requires the source and destination dtypes match, got %s for the destination and %s for the source.",
+			m.DType, vm.DType)
+	}
+	x := c.T(0)
+	if numel(out) == 0 {
+		return []*hlo.Value{x}, nil
+	}
+	upd := c.B.BroadcastTo(c.T(2), out)
+	var combine func(rb *hlo.Builder, old, new *hlo.Value) *hlo.Value
+	if c.Bool(3, false) {
+		combine = func(rb *hlo.Builder, old, new *hlo.Value) *hlo.Value {
+			if m.DType == Bool {
+				return rb.Or(old, new)
+			}
+			return rb.Add(old, new)
+		}
+	}
+	r := c.B.Scatter(x, ai.stacked(c.B), upd, offsetDims, ai.dims, ai.dims, int64(len(ai.bshape)), combine)
+	return []*hlo.Value{r}, nil
+}
+
+// nonzero is nonzero(self): the int64 coordinates of the nonzero elements,
+// one row each, found on the host after a sync.
+func nonzero(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	var vals []int64
+	var err error
+	if m.DType.IsFloat() {
+		vals, err = c.R.Int64Values(c.B.Compare(hlo.NE, c.T(0), full(c.B, m.DType, m.Sizes, 0)))
+	} else {
+		vals, err = c.R.Int64s(c.Args[0].Handles[0])
+	}
+	if err != nil {
+		return nil, err
+	}
+	strides := contiguous(m.Sizes)
+	var coords []int64
+	n := int64(0)
+	for flat, v := range vals {
+		if v == 0 {
+			continue
+		}
+		n++
+		for j := range m.Sizes {
+			coords = append(coords, (int64(flat)/strides[j])%m.Sizes[j])
+		}
+	}
+	shape := []int64{n, int64(m.Rank())}
+	if n == 0 || m.Rank() == 0 {
+		if m.Rank() == 0 && n == 1 {
+			return []*hlo.Value{full(c.B, Int64, []int64{1, 0}, 0)}, nil
+		}
+		return []*hlo.Value{full(c.B, Int64, shape, 0)}, nil
+	}
+	return []*hlo.Value{c.R.Int64Tensor(coords, shape)}, nil
+}
+
+// maskedSelect is masked_select(self, mask): the elements where the broadcast mask holds.
+func maskedSelect(c *Ctx) ([]*hlo.Value, error) {
+	m, mm := c.Meta(0), c.Meta(1)
+	if mm.DType != Bool {
+		return nil, Errorf("masked_select: expected BoolTensor for mask")
+	}
+	shape, err := BroadcastShapes(m.Sizes, mm.Sizes)
+	if err != nil {
+		return nil, err
+	}
+	mask, err := c.R.Int64s(c.Args[1].Handles[0])
+	if err != nil {
+		return nil, err
+	}
+	// Broadcast the mask on the host, then gather the selected flat positions.
+	mstr := contiguous(mm.Sizes)
+	ostr := contiguous(shape)
+	off := len(shape) - len(mm.Sizes)
+	var pos []int64
+	for flat := int64(0); flat < numel(shape); flat++ {
+		src := int64(0)
+		for j := range mm.Sizes {
+			coord := (flat / ostr[off+j]) % shape[off+j]
+			if mm.Sizes[j] != 1 {
+				src += coord * mstr[j]
+			}
+		}
+		if mask[src] != 0 {
+			pos = append(pos, flat)
+		}
+	}
+	if len(pos) == 0 {
+		return []*hlo.Value{full(c.B, m.DType, []int64{0}, 0)}, nil
+	}
+	x := c.B.Reshape(c.B.BroadcastTo(c.T(0), shape), numel(shape))
+	return []*hlo.Value{c.B.GatherFlat(x, c.R.Int64Tensor(pos, []int64{int64(len(pos))}))}, nil
+}
+
+// repeatInterleave is repeat_interleave.Tensor(repeats, *, output_size):
+// index i repeated repeats[i] times, computed on the host after a sync.
+func repeatInterleave(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	if m.Rank() > 1 {
+		return nil, Errorf("repeat_interleave: repeats must be 0-dim or 1-dim tensor")
+	}
+	reps, err := c.R.Int64s(c.Args[0].Handles[0])
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for i, r := range reps {
+		if r < 0 {
+			return nil, Errorf("repeat_interleave: repeats can not be negative")
+		}
+		for k := int64(0); k < r; k++ {
+			out = append(out, int64(i))
+		}
+	}
+	if c.Has(1) && c.Int(1, 0) != int64(len(out)) {
+		return nil, Errorf("allocated size does not match required size")
+	}
+	if len(out) == 0 {
+		return []*hlo.Value{full(c.B, Int64, []int64{0}, 0)}, nil
+	}
+	return []*hlo.Value{c.R.Int64Tensor(out, []int64{int64(len(out))})}, nil
+}
+
+func init() {
+	def("aten::index.Tensor", indexRule, "aten::index.Tensor_out")
+	r := def("aten::index_put", indexPut)
+	alias("aten::_index_put_impl_", r, Inplace)
+	def("aten::nonzero", nonzero).DataDependent = true
+	def("aten::masked_select", maskedSelect).DataDependent = true
+	def("aten::repeat_interleave.Tensor", repeatInterleave, "aten::repeat_interleave.Tensor_out").DataDependent = true
+}

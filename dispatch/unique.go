@@ -1,0 +1,147 @@
+package dispatch
+
+import (
+	"math"
+	"sort"
+
+	"torchtpu/hlo"
+)
+
+// hostNumbers reads a value of any dtype to the host exactly: floats travel
+// as the bits of their float64 value, integers and bools as int64.
+func (c *Ctx) hostNumbers(v *hlo.Value, d DType) ([]float64, []int64, error) {
+	b := c.B
+	if d.IsFloat() {
+		bits, err := c.R.Int64Values(b.BitcastConvert(b.Convert(v, hlo.F64), hlo.S64))
+		if err != nil {
+			return nil, nil, err
+		}
+		fs := make([]float64, len(bits))
+		for i, x := range bits {
+			fs[i] = math.Float64frombits(uint64(x))
+		}
+		return fs, nil, nil
+	}
+	ints, err := c.R.Int64Values(b.Convert(v, hlo.S64))
+	return nil, ints, err
+}
+
+// upload returns host numbers as a runtime input of dtype d and the given shape.
+func (c *Ctx) upload(fs []float64, ints []int64, d DType, shape []int64) *hlo.Value {
+	b := c.B
+	if numel(shape) == 0 {
+		return full(b, d, shape, 0)
+	}
+	if d.IsFloat() {
+		bits := make([]int64, len(fs))
+		for i, f := range fs {
+			bits[i] = int64(math.Float64bits(f))
+		}
+		return b.Convert(b.BitcastConvert(c.R.Int64Tensor(bits, shape), hlo.F64), d.Elem())
+	}
+	v := c.R.Int64Tensor(ints, shape)
+	if d == Bool {
+		return b.Compare(hlo.NE, v, b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), 0), shape))
+	}
+	return b.Convert(v, d.Elem())
+}
+
+// unique2 is _unique2(self, sorted, return_inverse, return_counts): the
+// distinct values in ascending order, computed on the host after a sync.
+// Inverse indices and counts are empty when not requested, as on CPU.
+func unique2(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	fs, ints, err := c.hostNumbers(c.T(0), m.DType)
+	if err != nil {
+		return nil, err
+	}
+	n := int(m.Numel())
+	key := func(i int) float64 {
+		if fs != nil {
+			return fs[i]
+		}
+		return float64(ints[i])
+	}
+	less := func(i, j int) bool {
+		if fs != nil {
+			return fs[i] < fs[j]
+		}
+		return ints[i] < ints[j]
+	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return less(order[a], order[b]) })
+	inverse := make([]int64, n)
+	var uf []float64
+	var ui, counts []int64
+	for k, i := range order {
+		if k == 0 || less(order[k-1], i) {
+			if fs != nil {
+				uf = append(uf, key(i))
+			} else {
+				ui = append(ui, ints[i])
+			}
+			counts = append(counts, 0)
+		}
+		inverse[i] = int64(len(counts) - 1)
+		counts[len(counts)-1]++
+	}
+	u := len(counts)
+	out := []*hlo.Value{c.upload(uf, ui, m.DType, []int64{int64(u)})}
+	if c.Bool(2, false) {
+		out = append(out, c.upload(nil, inverse, Int64, m.Sizes))
+	} else {
+		out = append(out, full(c.B, Int64, []int64{0}, 0))
+	}
+	if c.Bool(3, false) {
+		out = append(out, c.upload(nil, counts, Int64, []int64{int64(u)}))
+	} else {
+		out = append(out, full(c.B, Int64, []int64{0}, 0))
+	}
+	return out, nil
+}
+
+// indexFill is index_fill.int_Scalar / int_Tensor(self, dim, index, value).
+func indexFill(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	dim, err := wrapDim(c.Int(1, 0), m.Rank())
+	if err != nil {
+		return nil, err
+	}
+	size := int64(1)
+	if m.Rank() > 0 {
+		size = m.Sizes[dim]
+	}
+	idx, err := c.R.Int64s(c.Args[2].Handles[0])
+	if err != nil {
+		return nil, err
+	}
+	hit := make([]int64, size)
+	for _, v := range idx {
+		if v < -size || v >= size {
+			return nil, Errorf("index %d is out of bounds for dimension %d with size %d", v, dim, size)
+		}
+		if v < 0 {
+			v += size
+		}
+		hit[v] = 1
+	}
+	b := c.B
+	mask := c.upload(nil, hit, Bool, []int64{size})
+	if m.Rank() > 0 {
+		mask = b.BroadcastInDim(mask, m.Sizes, []int64{dim})
+	} else {
+		mask = b.Reshape(mask)
+	}
+	x := c.T(0)
+	v := b.BroadcastTo(c.Value(3, m.DType), m.Sizes)
+	return []*hlo.Value{b.Select(mask, v, x)}, nil
+}
+
+func init() {
+	def("aten::_unique2", unique2).DataDependent = true
+	def("aten::index_fill.int_Scalar", indexFill, "aten::index_fill.int_Scalar_out")
+	def("aten::index_fill.int_Tensor", indexFill, "aten::index_fill.int_Tensor_out")
+}

@@ -1,0 +1,72 @@
+"""Advanced indexing and data-dependent shapes against CPU torch, in every mode."""
+import pytest
+import torch
+
+from conftest import check, no_fallbacks
+
+g = torch.Generator().manual_seed(3)
+
+
+@pytest.fixture(autouse=True)
+def fresh_metrics():
+    torch.tpu.reset_metrics()
+    yield
+    assert no_fallbacks() == {}, "ops fell back to CPU"
+
+
+def test_index_with_long_tensors(mode):
+    x = torch.randn(5, 4, 3, generator=g)
+    i = torch.tensor([4, 0, -1, 2])
+    j = torch.tensor([[1], [3]])
+    check(lambda t, a: t[a], x, i)
+    check(lambda t, a: t[:, a[1:3]], x, i)
+    check(lambda t, a, b: t[a[:2], b - 1], x, i, j)          # broadcast index block first
+    check(lambda t, a: t[a[:2], :, a[1:3].clamp(0, 2)], x, i)  # non-adjacent indexed dims
+    check(lambda t, a: t[1:, a[1:3]], x, i)
+
+
+def test_index_with_masks(mode):
+    x = torch.randn(4, 3, generator=g)
+    check(lambda t: t[t > 0], x)
+    check(lambda t: t[:, torch.tensor([True, False, True], device=t.device)], x)
+    check(lambda t: torch.masked_select(t, t < 0.5), x)
+    check(lambda t: torch.nonzero(t > 0), x)
+    check(lambda t: torch.nonzero(t), torch.tensor([[0.0, 1.5], [2.0, 0.0]]))
+    check(lambda t: t[t > 100], x)  # empty selection
+
+
+def test_index_put(mode):
+    def assign(t, idx, v):
+        t[idx] = v
+        return t
+
+    def accumulate(t, idx, v):
+        return t.index_put((idx,), v, accumulate=True)
+
+    x = torch.randn(5, 3, generator=g)
+    idx = torch.tensor([0, 3, 3, 1])
+    check(lambda t, i: assign(t, i[:2], 7.0), x.clone(), idx)
+    check(lambda t, i, v: assign(t, i[:3].unique(), v), x.clone(), idx, torch.randn(2, 3, generator=g))
+    check(accumulate, x.clone(), idx, torch.randn(4, 3, generator=g))
+    check(lambda t: assign(t, t > 0, 0.0), x.clone())
+
+
+def test_repeat_interleave(mode):
+    check(lambda r: torch.repeat_interleave(r), torch.tensor([2, 0, 3]))
+    check(lambda x, r: torch.repeat_interleave(x, r, dim=0), torch.randn(3, 2, generator=g), torch.tensor([1, 2, 0]))
+
+
+def test_index_out_of_range_raises_at_call(mode):
+    x = torch.randn(3, 2)
+    t = x.to("tpu")
+    with pytest.raises(IndexError if False else RuntimeError, match=r"out of bounds for dimension 0 with size 3"):
+        t[torch.tensor([0, 3], device="tpu")]
+    assert torch.equal(t.cpu(), x)
+
+
+def test_unique(mode):
+    x = torch.tensor([3.5, -1.0, 3.5, 2.0, -1.0, 0.0])
+    check(lambda t: torch.unique(t), x)
+    check(lambda t: torch.unique(t, return_inverse=True, return_counts=True), x)
+    check(lambda t: torch.unique(t, return_counts=True), torch.tensor([[4, 1], [1, 9]]))
+    check(lambda t: torch.unique(t), torch.tensor([True, False, True]))
