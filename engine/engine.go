@@ -40,6 +40,7 @@ type Engine struct {
 	g         *graph
 	mode      Mode
 	cache     *compile_cache.LRU
+	disk      *compile_cache.Dir // TORCHTPU_CACHE_DIR, or nil
 	options   []byte
 	scalars   map[scalarKey]*pjrt.Buffer
 	last      *pjrt.Event
@@ -108,6 +109,13 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 	e.addrs, e.client, e.plugin, e.initErr = addrs, c, path, nil
 	e.options = pjrt.DefaultCompileOptions()
 	e.pluginID = e.pluginIdentity()
+	if dir := os.Getenv("TORCHTPU_CACHE_DIR"); dir != "" {
+		d, err := compile_cache.OpenDir(dir)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "torchtpu: warning: %v; the on-disk compile cache is off\n", err)
+		}
+		e.disk = d
+	}
 	return nil
 }
 

@@ -135,3 +135,24 @@ def test_tpu_plugin_without_tpu_fails_fast():
     assert "ERR" in r.stdout and "TORCHTPU_PLUGIN" in r.stdout
     secs = float(r.stdout.split("secs")[1])
     assert secs < 30
+
+
+def test_disk_compile_cache_across_processes(tmp_path):
+    code = ("import torch, json\nx = torch.arange(6.0).to('tpu').view(2, 3)\n"
+            "y = (x * 2 + 1).sum(dim=1)\nprint('VAL', y.cpu().tolist())\n"
+            "m = torch.tpu.metrics()\nprint('M', json.dumps({k: m[k] for k in ('graphs_compiled', 'disk_cache_hits')}))\n")
+    env = {"TORCHTPU_CACHE_DIR": str(tmp_path)}
+    import json
+    first = run_python(code, **env)
+    assert first.returncode == 0, first.stderr
+    m1 = json.loads(first.stdout.split("M ")[1])
+    assert m1["graphs_compiled"] > 0 and list(tmp_path.glob("*.exe"))
+    second = run_python(code, **env)
+    m2 = json.loads(second.stdout.split("M ")[1])
+    assert m2["graphs_compiled"] == 0 and m2["disk_cache_hits"] == m1["graphs_compiled"]
+    assert "VAL [9.0, 27.0]" in second.stdout
+    for f in tmp_path.glob("*.exe"):  # damage every entry: a miss and a warning, never a crash
+        f.write_bytes(f.read_bytes()[:-3] + b"xyz")
+    third = run_python(code, **env)
+    assert third.returncode == 0 and "VAL [9.0, 27.0]" in third.stdout
+    assert "unusable" in third.stderr
