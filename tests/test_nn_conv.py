@@ -1,0 +1,103 @@
+"""Convolution and pooling layers, forward and gradients, against CPU torch in all three modes."""
+import pytest
+import torch
+import torch.nn as nn
+
+from conftest import no_fallbacks
+
+TOL = dict(atol=1e-4, rtol=1e-4)
+
+
+@pytest.fixture(autouse=True)
+def fresh_metrics():
+    torch.tpu.reset_metrics()
+    yield
+    assert no_fallbacks() == {}, "ops fell back to CPU"
+
+
+def run_layer(layer, x, permute=None):
+    """Runs layer on x on CPU and on tpu; compares the output and every gradient.
+
+    With permute, the input handed to the layer is x.permute(permute), a
+    non-contiguous view on both devices.
+    """
+    torch.manual_seed(0)
+    ref = layer
+    ref.zero_grad(set_to_none=True)
+    dev = [p.detach().clone().to("tpu").requires_grad_() for p in ref.parameters()]
+    xc = x.clone().requires_grad_()
+    xt = x.clone().to("tpu").requires_grad_()
+    inc, intpu = (xc, xt) if permute is None else (xc.permute(permute), xt.permute(permute))
+    want = ref(inc)
+    names = [n for n, _ in ref.named_parameters()]
+    params = dict(zip(names, dev))
+    got = torch.func.functional_call(ref, params, (intpu,))
+    gout = torch.randn(want.shape, generator=torch.Generator().manual_seed(1))
+    want.backward(gout)
+    got.backward(gout.to("tpu"))
+    torch.testing.assert_close(got.detach().cpu(), want.detach(), **TOL)
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad, **TOL)
+    for n, p, q in zip(names, ref.parameters(), dev):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, **TOL, msg=lambda m: f"{n}: {m}")
+
+
+def randn(*shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)))
+
+
+CONV2D = [
+    dict(cin=3, cout=4, k=3),
+    dict(cin=4, cout=6, k=3, stride=2, padding=1),
+    dict(cin=4, cout=6, k=3, dilation=2, padding=1, groups=2),
+    dict(cin=4, cout=4, k=(3, 2), stride=(2, 1), padding=(1, 0), groups=4, bias=False),
+    dict(cin=3, cout=5, k=4, padding="same"),
+    dict(cin=2, cout=3, k=3, padding="same", dilation=2),
+    dict(cin=6, cout=4, k=1, stride=3),
+]
+
+
+@pytest.mark.parametrize("cfg", CONV2D, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+def test_conv2d(mode, cfg):
+    cfg = dict(cfg)
+    cin, cout, k = cfg.pop("cin"), cfg.pop("cout"), cfg.pop("k")
+    torch.manual_seed(0)
+    layer = nn.Conv2d(cin, cout, k, **cfg)
+    run_layer(layer, randn(2, cin, 9, 8))
+
+
+def test_conv2d_non_contiguous(mode):
+    torch.manual_seed(0)
+    layer = nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2)
+    run_layer(layer, randn(2, 9, 8, 4), permute=(0, 3, 1, 2))  # an NHWC buffer seen as NCHW
+
+
+CONV1D = [
+    dict(cin=3, cout=4, k=3),
+    dict(cin=4, cout=6, k=3, stride=2, padding=1, dilation=2, groups=2),
+    dict(cin=3, cout=2, k=5, padding="same", bias=False),
+]
+
+
+@pytest.mark.parametrize("cfg", CONV1D, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+def test_conv1d(mode, cfg):
+    cfg = dict(cfg)
+    cin, cout, k = cfg.pop("cin"), cfg.pop("cout"), cfg.pop("k")
+    torch.manual_seed(0)
+    layer = nn.Conv1d(cin, cout, k, **cfg)
+    run_layer(layer, randn(3, cin, 11))
+    run_layer(layer, randn(3, 11, cin), permute=(0, 2, 1))
+
+
+def test_conv_transpose2d(mode):
+    torch.manual_seed(0)
+    run_layer(nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2), randn(2, 4, 5, 6))
+    run_layer(nn.ConvTranspose2d(3, 2, 2, dilation=2), randn(1, 3, 4, 4))
+
+
+def test_conv_errors():
+    x = torch.randn(1, 5, 8, 8).to("tpu")
+    w = torch.randn(4, 3, 3, 3).to("tpu")
+    with pytest.raises(RuntimeError, match="expected input.*to have 3 channels, but got 5 channels"):
+        torch.nn.functional.conv2d(x, w)
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.conv2d(torch.randn(1, 3, 2, 2).to("tpu"), w)
