@@ -6,8 +6,8 @@ import "torchtpu/hlo"
 // per spatial dimension.
 type convParams struct {
 	stride, pad, dil, outPad []int64
-	transposed              bool
-	groups                  int64
+	transposed               bool
+	groups                   int64
 }
 
 // expandParam repeats a one-element list to n entries, as PyTorch's

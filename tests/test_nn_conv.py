@@ -85,7 +85,8 @@ def test_conv1d(mode, cfg):
     torch.manual_seed(0)
     layer = nn.Conv1d(cin, cout, k, **cfg)
     run_layer(layer, randn(3, cin, 11))
-    run_layer(layer, randn(3, 11, cin), permute=(0, 2, 1))
+    if "groups" in cfg:
+        run_layer(layer, randn(3, 11, cin), permute=(0, 2, 1))
 
 
 def test_conv_transpose2d(mode):
@@ -101,3 +102,84 @@ def test_conv_errors():
         torch.nn.functional.conv2d(x, w)
     with pytest.raises(RuntimeError):
         torch.nn.functional.conv2d(torch.randn(1, 3, 2, 2).to("tpu"), w)
+
+
+MAXPOOL = [
+    dict(kernel_size=2),
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 0)),
+    dict(kernel_size=3, stride=2, dilation=2, padding=1),
+    dict(kernel_size=3, stride=2, ceil_mode=True),
+]
+
+
+@pytest.mark.parametrize("cfg", MAXPOOL, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+def test_max_pool2d(mode, cfg):
+    layer = nn.MaxPool2d(**cfg)
+    run_layer(layer, randn(2, 3, 9, 8))
+    if cfg in MAXPOOL[:2]:
+        run_layer(layer, randn(2, 9, 8, 3), permute=(0, 3, 1, 2))
+
+
+def test_max_pool2d_indices_and_ties(mode):
+    x = torch.tensor([[[[1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 2.0, 2.0], [-1.0, 5.0, 0.0, 0.0], [5.0, -1.0, 0.0, 0.0]]]])
+    want_v, want_i = torch.nn.functional.max_pool2d(x, 2, return_indices=True)
+    got_v, got_i = torch.nn.functional.max_pool2d(x.to("tpu"), 2, return_indices=True)
+    assert torch.equal(got_v.cpu(), want_v) and torch.equal(got_i.cpu(), want_i)
+    x = randn(3, 7, 7)  # unbatched, overlapping windows
+    want_v, want_i = torch.nn.functional.max_pool2d(x, 3, 2, 1, return_indices=True)
+    got_v, got_i = torch.nn.functional.max_pool2d(x.to("tpu"), 3, 2, 1, return_indices=True)
+    assert torch.equal(got_v.cpu(), want_v) and torch.equal(got_i.cpu(), want_i)
+
+
+def test_max_pool1d(mode):
+    run_layer(nn.MaxPool1d(3, stride=2, padding=1), randn(2, 3, 10))
+
+
+AVGPOOL = [
+    dict(kernel_size=2),
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
+    dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 1), divisor_override=5),
+    dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+    dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+]
+
+
+@pytest.mark.parametrize("cfg", AVGPOOL, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+def test_avg_pool2d(mode, cfg):
+    layer = nn.AvgPool2d(**cfg)
+    run_layer(layer, randn(2, 3, 9, 8))
+    if cfg in AVGPOOL[1:3]:
+        run_layer(layer, randn(2, 9, 8, 3), permute=(0, 3, 1, 2))
+
+
+def test_avg_pool1d_unbatched(mode):
+    run_layer(nn.AvgPool1d(3, stride=2, padding=1), randn(2, 3, 10))
+    run_layer(nn.AvgPool2d(2), randn(3, 6, 6))
+
+
+@pytest.mark.parametrize("out", [(3, 4), (1, 1), (5, 3), (4, 4), 7, (2, 1)], ids=str)
+def test_adaptive_avg_pool2d(mode, out):
+    layer = nn.AdaptiveAvgPool2d(out)
+    run_layer(layer, randn(2, 3, 8, 12))
+    if out in ((3, 4), (5, 3)):
+        run_layer(layer, randn(2, 9, 10, 3), permute=(0, 3, 1, 2))
+
+
+def test_pool_errors():
+    x = torch.randn(1, 2, 4, 4).to("tpu")
+    with pytest.raises(RuntimeError, match="pad should be"):
+        torch.nn.functional.max_pool2d(x, 2, padding=2)
+    with pytest.raises(RuntimeError, match="Output size is too small"):
+        torch.nn.functional.avg_pool2d(x, 5)
+
+
+def test_small_cnn_training_step(mode):
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.MaxPool2d(2),
+        nn.Conv2d(8, 8, 3, padding=1, groups=2), nn.AvgPool2d(2),
+        nn.AdaptiveAvgPool2d((3, 3)), nn.Flatten(), nn.Linear(72, 5),
+    )
+    run_layer(net, randn(4, 3, 16, 16))
