@@ -11,9 +11,11 @@ import "torchtpu/hlo"
 // directly; Adam adds the decay to the gradient.
 func fusedAdam(adamw bool) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
-		n, err := foreachLen(c)
-		if err != nil {
-			return nil, err
+		n := len(c.Args[0].Handles)
+		for _, k := range []int{1, 2, 3, 5} {
+			if len(c.Args[k].Handles) != n {
+				return nil, Errorf("Tensor lists must have the same number of tensors, got %d and %d", n, len(c.Args[k].Handles))
+			}
 		}
 		amsgrad, maximize := c.Bool(11, false), c.Bool(12, false)
 		if c.Has(13) || c.Has(14) {
