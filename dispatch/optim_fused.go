@@ -85,7 +85,67 @@ func fusedAdam(adamw bool) Fn {
 	}
 }
 
+// fusedSGD is _fused_sgd_(params, grads, momentum_buffers, *, weight_decay,
+// momentum, lr, dampening, nesterov, maximize, is_first_step) and its
+// tensor_lr overload: one SGD step mutating params and the momentum buffers
+// (an empty list without momentum).
+func fusedSGD(c *Ctx) ([]*hlo.Value, error) {
+	n := len(c.Args[0].Handles)
+	momentum := c.Float(4, 0)
+	if len(c.Args[1].Handles) != n || (momentum != 0 && len(c.Args[2].Handles) != n) {
+		return nil, Errorf("Tensor lists must have the same number of tensors, got %d, %d and %d", n, len(c.Args[1].Handles), len(c.Args[2].Handles))
+	}
+	if c.Has(10) || c.Has(11) {
+		return nil, Errorf("_fused_sgd_: grad_scale and found_inf are not supported on tpu")
+	}
+	b := c.B
+	const ce = hlo.F32
+	var lr *hlo.Value
+	if c.IsTensor(5) {
+		lr = b.Reshape(b.Convert(c.T(5), ce))
+	} else {
+		lr = c.R.Scalar(c.Float(5, 0), ce)
+	}
+	wd, mom := c.R.Scalar(c.Float(3, 0), ce), c.R.Scalar(momentum, ce)
+	damp := c.R.Scalar(1-c.Float(6, 0), ce)
+	nesterov, maximize, first := c.Bool(7, false), c.Bool(8, false), c.Bool(9, false)
+	for i := 0; i < n; i++ {
+		m := c.Args[0].Tensors[i]
+		if !equalShapes(c.Args[1].Tensors[i].Sizes, m.Sizes) {
+			return nil, Errorf("all tensors of the lists must have the shape of the params: %v vs %v", c.Args[1].Tensors[i].Sizes, m.Sizes)
+		}
+		bc := func(v *hlo.Value) *hlo.Value { return b.BroadcastTo(v, m.Sizes) }
+		p := b.Convert(c.R.Read(c.Args[0].Handles[i]), ce)
+		g := b.Convert(c.R.Read(c.Args[1].Handles[i]), ce)
+		if maximize {
+			g = b.Neg(g)
+		}
+		if c.Float(3, 0) != 0 {
+			g = b.Add(g, b.Mul(bc(wd), p))
+		}
+		if momentum != 0 {
+			buf := g
+			if !first {
+				old := b.Convert(c.R.Read(c.Args[2].Handles[i]), ce)
+				buf = b.Add(b.Mul(bc(mom), old), b.Mul(bc(damp), g))
+			}
+			c.WriteArg(2, i, b.Convert(buf, c.Args[2].Tensors[i].DType.Elem()))
+			if nesterov {
+				g = b.Add(g, b.Mul(bc(mom), buf))
+			} else {
+				g = buf
+			}
+		}
+		c.WriteArg(0, i, b.Convert(b.Sub(p, b.Mul(bc(lr), g)), m.DType.Elem()))
+	}
+	return nil, nil
+}
+
 func init() {
+	for _, ov := range []string{"", ".tensor_lr"} {
+		full := "aten::_fused_sgd_" + ov
+		alias(full, &Rule{Name: full, Fn: fusedSGD}, Functional)
+	}
 	for _, name := range []string{"adam", "adamw"} {
 		fn := fusedAdam(name == "adamw")
 		for _, ov := range []string{"", ".tensor_lr"} {

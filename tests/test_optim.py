@@ -75,6 +75,7 @@ def assert_state_close(opt_cpu, opt_tpu, cpu, tpu):
 CONFIGS = [
     ("SGD", dict(lr=0.05, momentum=0.9, weight_decay=1e-2)),
     ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, dampening=0.0)),
+    ("SGD", dict(lr=1e-3, maximize=True)),
     ("Adam", dict(lr=1e-2)),
     ("Adam", dict(lr=1e-2, amsgrad=True, weight_decay=1e-2)),
     ("AdamW", dict(lr=1e-2, weight_decay=0.1)),
@@ -97,12 +98,10 @@ def run_optimizer(name, kw, path):
 @pytest.mark.parametrize("path", ["foreach", "single", "fused"])
 @pytest.mark.parametrize("name,kw", CONFIGS, ids=[f"{n}{i}" for i, (n, _) in enumerate(CONFIGS)])
 def test_optimizer_matches_cpu(strict, name, kw, path):
-    if path == "fused" and name == "SGD":
-        pytest.skip("fused SGD is not covered")
     run_optimizer(name, kw, path)
 
 
-@pytest.mark.parametrize("case", [(0, "foreach"), (5, "fused")])
+@pytest.mark.parametrize("case", [(0, "fused"), (6, "fused")])
 def test_optimizer_fused_mode(case):
     """A whole step (forward, backward, optimizer) as one graph."""
     with in_mode("fused"):
