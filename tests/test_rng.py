@@ -147,3 +147,28 @@ def test_nn_init(mode):
     assert torch.equal(w.cpu(), torch.ones(300, 400))
     lin = torch.nn.Linear(64, 32, device="tpu")
     assert lin.weight.cpu().abs().max() <= 1 / 8
+
+
+def test_new_seed_does_not_recompile(mode):
+    x = torch.ones(1000, device="tpu")
+    counts = []
+    for i in range(4):
+        torch.manual_seed(i)
+        torch.rand(1000, device="tpu")
+        torch.randint(0, 10 + i, (1000,), device="tpu")
+        torch.nn.functional.dropout(x, 0.1 + 0.1 * i)
+        torch.tpu.synchronize()
+        counts.append(torch.tpu.metrics()["graphs_compiled"])
+    assert counts[-1] == counts[1], counts
+
+
+def test_factory_variants(mode):
+    torch.manual_seed(9)
+    x = torch.empty(N, device="tpu", dtype=torch.float64)
+    assert torch.rand_like(x).dtype == torch.float64
+    assert abs(torch.randn_like(x).cpu().std() - 1) < 0.02
+    r = torch.randint_like(x, 3, 5).cpu()
+    assert set(r.unique().tolist()) == {3.0, 4.0}
+    z = torch.normal(2.0, 0.5, size=(N,), device="tpu").cpu()
+    assert abs(z.mean() - 2) < 0.01 and abs(z.std() - 0.5) < 0.01
+    assert torch.randint(5, (), device="tpu").shape == ()
