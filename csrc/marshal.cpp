@@ -390,9 +390,11 @@ void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stac
             args.add_int_list(std::move(xs));
             break;
           }
-          case c10::TypeKind::FloatType: {
+          case c10::TypeKind::FloatType:
+          case c10::TypeKind::NumberType: {
+            // Scalar[] (the _foreach_ ops' scalar lists) travels as doubles.
             std::vector<double> xs;
-            for (const auto& e : list) xs.push_back(double_of(e));
+            for (const auto& e : list) xs.push_back(e.isBool() ? (e.toBool() ? 1.0 : 0.0) : double_of(e));
             args.add_double_list(std::move(xs));
             break;
           }
@@ -412,6 +414,11 @@ void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stac
         TORCH_CHECK(false, "torchtpu: unsupported argument type ", type->str(), " of ", formals[i].name(), " in ",
                     args.op());
     }
+  }
+  // native_dropout draws random numbers without a Generator argument: it gets a trailing seed from the
+  // device's default generator, so torch.manual_seed makes dropout reproducible too.
+  if (schema.name() == "aten::native_dropout" && schema.overload_name().empty()) {
+    args.add_int(seed_for_op(std::nullopt, args.device()));
   }
 }
 

@@ -62,6 +62,9 @@ func (b *Builder) ShiftRightArithmetic(x, y *Value) *Value {
 	return b.binary("shift_right_arithmetic", x, y)
 }
 
+// ShiftRightLogical returns x >> y filling with zeros.
+func (b *Builder) ShiftRightLogical(x, y *Value) *Value { return b.binary("shift_right_logical", x, y) }
+
 // Unary ops, named as StableHLO names them.
 func (b *Builder) Neg(x *Value) *Value       { return b.unary("negate", x) }
 func (b *Builder) Abs(x *Value) *Value       { return b.unary("abs", x) }

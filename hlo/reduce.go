@@ -84,7 +84,7 @@ func (b *Builder) ReduceArg(x, idx *Value, dim int64, cmp string) (*Value, *Valu
 
 func lowest(e Elem) float64 {
 	switch e {
-	case Pred, U8:
+	case Pred, U8, U32, U64:
 		return 0
 	case S8:
 		return -128
@@ -104,6 +104,10 @@ func highest(e Elem) float64 {
 		return 1
 	case U8:
 		return 255
+	case U32:
+		return 4294967295
+	case U64:
+		return 18446744073709551615
 	case S8:
 		return 127
 	case S16:

@@ -19,6 +19,8 @@ const (
 	S32  Elem = "i32"
 	S64  Elem = "i64"
 	U8   Elem = "ui8"
+	U32  Elem = "ui32"
+	U64  Elem = "ui64"
 	F16  Elem = "f16"
 	BF16 Elem = "bf16"
 	F32  Elem = "f32"
@@ -29,10 +31,10 @@ const (
 func (e Elem) IsFloat() bool { return e == F16 || e == BF16 || e == F32 || e == F64 }
 
 // IsInt reports whether e is a signed or unsigned integer type (not bool).
-func (e Elem) IsInt() bool { return e == S8 || e == S16 || e == S32 || e == S64 || e == U8 }
+func (e Elem) IsInt() bool { return e == S8 || e == S16 || e == S32 || e == S64 || e == U8 || e == U32 || e == U64 }
 
 // IsUnsigned reports whether e is an unsigned integer type.
-func (e Elem) IsUnsigned() bool { return e == U8 }
+func (e Elem) IsUnsigned() bool { return e == U8 || e == U32 || e == U64 }
 
 // Bits returns the width of e in bits.
 func (e Elem) Bits() int {
@@ -41,7 +43,7 @@ func (e Elem) Bits() int {
 		return 8
 	case S16, F16, BF16:
 		return 16
-	case S32, F32:
+	case S32, U32, F32:
 		return 32
 	default:
 		return 64

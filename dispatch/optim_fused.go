@@ -1,0 +1,156 @@
+package dispatch
+
+import "torchtpu/hlo"
+
+// fusedAdam builds _fused_adam_ and _fused_adamw_ (and their tensor_lr
+// overloads): one Adam step over the lists params (0), grads (1), exp_avgs
+// (2), exp_avg_sqs (3), max_exp_avg_sqs (4) at the steps in state_steps (5,
+// already incremented by the optimizer), mutating params and the moments in
+// place. lr (6) is a float or a tensor; the hyperparameters are runtime
+// inputs so a scheduler does not recompile. AdamW decays the weights
+// directly; Adam adds the decay to the gradient.
+func fusedAdam(adamw bool) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		n := len(c.Args[0].Handles)
+		for _, k := range []int{1, 2, 3, 5} {
+			if len(c.Args[k].Handles) != n {
+				return nil, Errorf("Tensor lists must have the same number of tensors, got %d and %d", n, len(c.Args[k].Handles))
+			}
+		}
+		amsgrad, maximize := c.Bool(11, false), c.Bool(12, false)
+		if c.Has(13) || c.Has(14) {
+			return nil, Errorf("_fused_adam_: grad_scale and found_inf are not supported on tpu")
+		}
+		if amsgrad && len(c.Args[4].Handles) != n {
+			return nil, Errorf("Tensor lists must have the same number of tensors, got %d and %d", n, len(c.Args[4].Handles))
+		}
+		b := c.B
+		params := c.Args[0]
+		for i := 0; i < n; i++ {
+			m := params.Tensors[i]
+			if !m.DType.IsFloat() {
+				return nil, Errorf("_fused_adam_ expects floating point params, got %s", m.DType)
+			}
+			for _, k := range []int{1, 2, 3} {
+				if !equalShapes(c.Args[k].Tensors[i].Sizes, m.Sizes) {
+					return nil, Errorf("all tensors of the lists must have the shape of the params: %v vs %v", c.Args[k].Tensors[i].Sizes, m.Sizes)
+				}
+			}
+		}
+		const ce = hlo.F32
+		scalar := func(i int) *hlo.Value { return c.R.Scalar(c.Float(i, 0), ce) }
+		var lr *hlo.Value
+		if c.IsTensor(6) {
+			lr = b.Reshape(b.Convert(c.T(6), ce))
+		} else {
+			lr = scalar(6)
+		}
+		beta1, beta2, wd, eps := scalar(7), scalar(8), scalar(9), scalar(10)
+		one := b.Scalar(ce, 1)
+		decay := c.Float(9, 0) != 0
+		for i := 0; i < n; i++ {
+			m := params.Tensors[i]
+			sh := m.Sizes
+			bc := func(v *hlo.Value) *hlo.Value { return b.BroadcastTo(v, sh) }
+			rd := func(k int) *hlo.Value { return b.Convert(c.R.Read(c.Args[k].Handles[i]), ce) }
+			p, g, ea, eas := rd(0), rd(1), rd(2), rd(3)
+			step := b.Reshape(b.Convert(c.R.Read(c.Args[5].Handles[i]), ce))
+			if maximize {
+				g = b.Neg(g)
+			}
+			if decay {
+				if adamw {
+					p = b.Mul(p, bc(b.Sub(one, b.Mul(lr, wd))))
+				} else {
+					g = b.Add(g, b.Mul(bc(wd), p))
+				}
+			}
+			ea = b.Add(ea, b.Mul(bc(b.Sub(one, beta1)), b.Sub(g, ea)))
+			eas = b.Add(b.Mul(bc(beta2), eas), b.Mul(bc(b.Sub(one, beta2)), b.Mul(g, g)))
+			bc1 := b.Sub(one, b.Pow(beta1, step))
+			bc2sqrt := b.Sqrt(b.Sub(one, b.Pow(beta2, step)))
+			stepSize := b.Div(lr, bc1)
+			v := eas
+			if amsgrad {
+				v = b.Max(rd(4), eas)
+				c.WriteArg(4, i, b.Convert(v, m.DType.Elem()))
+			}
+			denom := b.Add(b.Div(b.Sqrt(v), bc(bc2sqrt)), bc(eps))
+			p = b.Sub(p, b.Mul(bc(stepSize), b.Div(ea, denom)))
+			c.WriteArg(0, i, b.Convert(p, m.DType.Elem()))
+			c.WriteArg(2, i, b.Convert(ea, c.Args[2].Tensors[i].DType.Elem()))
+			c.WriteArg(3, i, b.Convert(eas, c.Args[3].Tensors[i].DType.Elem()))
+		}
+		return nil, nil
+	}
+}
+
+// fusedSGD is _fused_sgd_(params, grads, momentum_buffers, *, weight_decay,
+// momentum, lr, dampening, nesterov, maximize, is_first_step) and its
+// tensor_lr overload: one SGD step mutating params and the momentum buffers
+// (an empty list without momentum).
+func fusedSGD(c *Ctx) ([]*hlo.Value, error) {
+	n := len(c.Args[0].Handles)
+	momentum := c.Float(4, 0)
+	if len(c.Args[1].Handles) != n || (momentum != 0 && len(c.Args[2].Handles) != n) {
+		return nil, Errorf("Tensor lists must have the same number of tensors, got %d, %d and %d", n, len(c.Args[1].Handles), len(c.Args[2].Handles))
+	}
+	if c.Has(10) || c.Has(11) {
+		return nil, Errorf("_fused_sgd_: grad_scale and found_inf are not supported on tpu")
+	}
+	b := c.B
+	const ce = hlo.F32
+	var lr *hlo.Value
+	if c.IsTensor(5) {
+		lr = b.Reshape(b.Convert(c.T(5), ce))
+	} else {
+		lr = c.R.Scalar(c.Float(5, 0), ce)
+	}
+	wd, mom := c.R.Scalar(c.Float(3, 0), ce), c.R.Scalar(momentum, ce)
+	damp := c.R.Scalar(1-c.Float(6, 0), ce)
+	nesterov, maximize, first := c.Bool(7, false), c.Bool(8, false), c.Bool(9, false)
+	for i := 0; i < n; i++ {
+		m := c.Args[0].Tensors[i]
+		if !equalShapes(c.Args[1].Tensors[i].Sizes, m.Sizes) {
+			return nil, Errorf("all tensors of the lists must have the shape of the params: %v vs %v", c.Args[1].Tensors[i].Sizes, m.Sizes)
+		}
+		bc := func(v *hlo.Value) *hlo.Value { return b.BroadcastTo(v, m.Sizes) }
+		p := b.Convert(c.R.Read(c.Args[0].Handles[i]), ce)
+		g := b.Convert(c.R.Read(c.Args[1].Handles[i]), ce)
+		if maximize {
+			g = b.Neg(g)
+		}
+		if c.Float(3, 0) != 0 {
+			g = b.Add(g, b.Mul(bc(wd), p))
+		}
+		if momentum != 0 {
+			buf := g
+			if !first {
+				old := b.Convert(c.R.Read(c.Args[2].Handles[i]), ce)
+				buf = b.Add(b.Mul(bc(mom), old), b.Mul(bc(damp), g))
+			}
+			c.WriteArg(2, i, b.Convert(buf, c.Args[2].Tensors[i].DType.Elem()))
+			if nesterov {
+				g = b.Add(g, b.Mul(bc(mom), buf))
+			} else {
+				g = buf
+			}
+		}
+		c.WriteArg(0, i, b.Convert(b.Sub(p, b.Mul(bc(lr), g)), m.DType.Elem()))
+	}
+	return nil, nil
+}
+
+func init() {
+	for _, ov := range []string{"", ".tensor_lr"} {
+		full := "aten::_fused_sgd_" + ov
+		alias(full, &Rule{Name: full, Fn: fusedSGD}, Functional)
+	}
+	for _, name := range []string{"adam", "adamw"} {
+		fn := fusedAdam(name == "adamw")
+		for _, ov := range []string{"", ".tensor_lr"} {
+			full := "aten::_fused_" + name + "_" + ov
+			alias(full, &Rule{Name: full, Fn: fn}, Functional)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package dispatch
+
+import "torchtpu/hlo"
+
+// addcCore returns self + value * (t1 op t2) in the promoted dtype of the
+// three tensors (indices into c's arguments), for addcmul and addcdiv; value
+// is a scalar already in that dtype, or nil to read argument valueArg.
+func addcCore(c *Ctx, div bool, valueArg int, value *hlo.Value) (*hlo.Value, error) {
+	d := c.resultType(0, 1, 2)
+	if div && !d.IsFloat() && c.Meta(1).DType.IsIntegral(true) && c.Meta(2).DType.IsIntegral(true) {
+		return nil, Errorf("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+	}
+	vs, shape, err := c.broadcastArgs(d, 0, 1, 2)
+	if err != nil {
+		return nil, err
+	}
+	b := c.B
+	if value == nil {
+		value = c.R.Scalar(c.Float(valueArg, 1), d.Elem())
+	}
+	v := b.BroadcastTo(b.Convert(value, d.Elem()), shape)
+	var t *hlo.Value
+	if div {
+		t = b.Div(vs[1], vs[2])
+	} else {
+		t = b.Mul(vs[1], vs[2])
+	}
+	return b.Add(vs[0], b.Mul(v, t)), nil
+}
+
+// addcRule is addcmul(self, tensor1, tensor2, *, value) or addcdiv.
+func addcRule(div bool) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		r, err := addcCore(c, div, 3, nil)
+		if err != nil {
+			return nil, err
+		}
+		return []*hlo.Value{r}, nil
+	}
+}
+
+// lerpRule is lerp.Scalar(self, end, weight) and lerp.Tensor: self +
+// weight * (end - self), computed from the nearer end as PyTorch does.
+func lerpRule(c *Ctx) ([]*hlo.Value, error) {
+	d := c.Meta(0).DType
+	if !d.IsFloat() {
+		return nil, Errorf("\"lerp_kernel_scalar\" not implemented for '%s'", d)
+	}
+	if c.Meta(1).DType != d {
+		return nil, Errorf("expected dtype %s for `end` but got dtype %s", d, c.Meta(1).DType)
+	}
+	if c.IsTensor(2) && c.Meta(2).DType != d {
+		return nil, Errorf("expected dtype %s for `weight` but got dtype %s", d, c.Meta(2).DType)
+	}
+	vs, shape, err := c.broadcastArgs(d, 0, 1, 2)
+	if err != nil {
+		return nil, err
+	}
+	b := c.B
+	x, e, w := vs[0], vs[1], vs[2]
+	diff := b.Sub(e, x)
+	half := b.BroadcastTo(b.Scalar(d.Elem(), 0.5), shape)
+	one := b.BroadcastTo(b.Scalar(d.Elem(), 1), shape)
+	low := b.Add(x, b.Mul(w, diff))
+	high := b.Sub(e, b.Mul(diff, b.Sub(one, w)))
+	return []*hlo.Value{b.Select(b.Compare(hlo.LT, b.Abs(w), half), low, high)}, nil
+}
+
+func init() {
+	def("aten::addcmul", addcRule(false))
+	def("aten::addcdiv", addcRule(true))
+	def("aten::lerp.Scalar", lerpRule, "aten::lerp.Scalar_out")
+	def("aten::lerp.Tensor", lerpRule, "aten::lerp.Tensor_out")
+}

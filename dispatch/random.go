@@ -1,0 +1,209 @@
+package dispatch
+
+import (
+	"math"
+
+	"torchtpu/hlo"
+)
+
+// randomBits returns random bits of element type e (hlo.U32 or hlo.U64) and
+// the given shape, generated on the device from the 64-bit seed in argument
+// seedArg (the shim draws it from the op's generator). The seed is a runtime
+// input, so a new seed does not recompile.
+func (c *Ctx) randomBits(seedArg int, shape []int64, e hlo.Elem) *hlo.Value {
+	b := c.B
+	n := numel(shape)
+	if n == 0 {
+		return b.ConstantInt(hlo.T(e, shape...), 0)
+	}
+	seed := b.Reshape(c.R.ScalarInt(c.Int(seedArg, 0), hlo.S64), 1)
+	state := b.BitcastConvert(b.Concatenate(0, seed, b.ConstantInt(hlo.T(hlo.S64, 1), 0)), hlo.U64)
+	_, bits := b.RngBitGenerator(state, hlo.T(e, n))
+	return b.Reshape(bits, shape...)
+}
+
+// computeType is the float type random floats of dtype d are computed in.
+func computeType(d DType) hlo.Elem {
+	if d == Float64 {
+		return hlo.F64
+	}
+	return hlo.F32
+}
+
+// mantissaDigits returns the significand width of float dtype d.
+func mantissaDigits(d DType) int {
+	switch d {
+	case Float64:
+		return 53
+	case Float16:
+		return 11
+	case BFloat16:
+		return 8
+	}
+	return 24
+}
+
+// uniform01 returns uniform floats in [0, 1) of shape, in computeType(d),
+// with as many random bits as d's significand holds, so the value stays
+// below 1 after conversion to d.
+func (c *Ctx) uniform01(seedArg int, shape []int64, d DType) *hlo.Value {
+	b := c.B
+	digits := mantissaDigits(d)
+	ce := computeType(d)
+	be := hlo.U32
+	if ce == hlo.F64 {
+		be = hlo.U64
+	}
+	bits := c.randomBits(seedArg, shape, be)
+	shift := b.BroadcastTo(b.ConstantInt(hlo.T(be), int64(be.Bits()-digits)), shape)
+	f := b.Convert(b.ShiftRightLogical(bits, shift), ce)
+	return b.Mul(f, b.BroadcastTo(b.Scalar(ce, math.Ldexp(1, -digits)), shape))
+}
+
+// stdNormal returns standard normal floats of shape in computeType(d) by the
+// Box-Muller transform.
+func (c *Ctx) stdNormal(seedArg int, shape []int64, d DType) *hlo.Value {
+	b := c.B
+	two := append([]int64{2}, shape...)
+	u := c.uniform01(seedArg, two, d)
+	ce := u.T.Elem
+	lim := func(i int64) []int64 { return append([]int64{i}, shape...) }
+	ones := make([]int64, len(two))
+	for i := range ones {
+		ones[i] = 1
+	}
+	u1 := b.Reshape(b.Slice(u, make([]int64, len(two)), append([]int64{1}, shape...), ones), shape...)
+	start := make([]int64, len(two))
+	start[0] = 1
+	u2 := b.Reshape(b.Slice(u, start, lim(2), ones), shape...)
+	k := func(v float64) *hlo.Value { return b.BroadcastTo(b.Scalar(ce, v), shape) }
+	r := b.Sqrt(b.Mul(k(-2), b.Log(b.Sub(k(1), u1))))
+	return b.Mul(r, b.Cos(b.Mul(k(2*math.Pi), u2)))
+}
+
+func checkFloat(d DType, op string) error {
+	if !d.IsFloat() {
+		return Errorf("\"%s\" not implemented for '%s'", op, d)
+	}
+	return nil
+}
+
+// uniformRule is uniform(self, from, to, *, generator): self's shape and dtype
+// filled from U[from, to).
+func uniformRule(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	from, to := c.Float(1, 0), c.Float(2, 1)
+	if err := checkFloat(m.DType, "check_uniform_bounds"); err != nil {
+		return nil, err
+	}
+	if from > to {
+		return nil, Errorf("uniform_ expects to return a [from, to) range, but found from=%g > to=%g", from, to)
+	}
+	b := c.B
+	u := c.uniform01(3, m.Sizes, m.DType)
+	ce := u.T.Elem
+	lo := b.BroadcastTo(c.R.Scalar(from, ce), m.Sizes)
+	width := b.BroadcastTo(c.R.Scalar(to-from, ce), m.Sizes)
+	return []*hlo.Value{b.Convert(b.Add(lo, b.Mul(u, width)), m.DType.Elem())}, nil
+}
+
+// normalRule is normal_functional(self, mean, std, *, generator).
+func normalRule(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	mean, std := c.Float(1, 0), c.Float(2, 1)
+	if err := checkFloat(m.DType, "normal_kernel_cpu"); err != nil {
+		return nil, err
+	}
+	if std < 0 {
+		return nil, Errorf("normal expects std >= 0.0, but found std %g", std)
+	}
+	b := c.B
+	z := c.stdNormal(3, m.Sizes, m.DType)
+	ce := z.T.Elem
+	mu := b.BroadcastTo(c.R.Scalar(mean, ce), m.Sizes)
+	sd := b.BroadcastTo(c.R.Scalar(std, ce), m.Sizes)
+	return []*hlo.Value{b.Convert(b.Add(mu, b.Mul(z, sd)), m.DType.Elem())}, nil
+}
+
+// normalTensors builds normal.Tensor_Tensor, Tensor_float and float_Tensor:
+// mean + std * N(0, 1) broadcast over the tensor arguments.
+func normalTensors(c *Ctx) ([]*hlo.Value, error) {
+	var d DType = Undefined
+	for _, i := range []int{0, 1} {
+		if c.IsTensor(i) {
+			d = c.Meta(i).DType
+		}
+	}
+	if c.IsTensor(0) && c.IsTensor(1) {
+		d = c.resultType(0, 1)
+	}
+	if err := checkFloat(d, "normal"); err != nil {
+		return nil, err
+	}
+	if !c.IsTensor(1) && c.Float(1, 1) < 0 {
+		return nil, Errorf("normal expects std >= 0.0, but found std %g", c.Float(1, 1))
+	}
+	ce := computeType(d)
+	vs, shape, err := c.broadcastArgs(FromElem(ce), 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	z := c.stdNormal(2, shape, d)
+	return []*hlo.Value{c.B.Convert(c.B.Add(vs[0], c.B.Mul(z, vs[1])), d.Elem())}, nil
+}
+
+// bernoulliP is bernoulli.p(self, p, *, generator): ones with probability p,
+// in self's shape and dtype.
+func bernoulliP(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	p := c.Float(1, 0.5)
+	if !(p >= 0 && p <= 1) {
+		return nil, Errorf("bernoulli_ expects p to be in [0, 1], but got p=%g", p)
+	}
+	b := c.B
+	u := c.uniform01(2, m.Sizes, Float64)
+	hit := b.Compare(hlo.LT, u, b.BroadcastTo(c.R.Scalar(p, hlo.F64), m.Sizes))
+	return []*hlo.Value{b.Convert(hit, m.DType.Elem())}, nil
+}
+
+// bernoulliTensor is bernoulli.Tensor(self, p, *, generator) and, with p
+// absent, bernoulli(self, *, generator) that draws with self's probabilities.
+func bernoulliTensor(pArg, seedArg int) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		m := c.Meta(0)
+		if pArg < 0 {
+			if err := checkFloat(m.DType, "bernoulli"); err != nil {
+				return nil, err
+			}
+		}
+		src := 0
+		if pArg >= 0 {
+			src = pArg
+			if _, err := BroadcastShapes(m.Sizes, c.Meta(src).Sizes); err != nil {
+				return nil, err
+			}
+		}
+		b := c.B
+		p := b.BroadcastTo(b.Convert(c.T(src), hlo.F64), m.Sizes)
+		u := c.uniform01(seedArg, m.Sizes, Float64)
+		return []*hlo.Value{b.Convert(b.Compare(hlo.LT, u, p), m.DType.Elem())}, nil
+	}
+}
+
+// exponentialRule is exponential(self, lambd, *, generator): -log(1-U)/lambd.
+func exponentialRule(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	lambd := c.Float(1, 1)
+	if err := checkFloat(m.DType, "exponential"); err != nil {
+		return nil, err
+	}
+	if !(lambd > 0) {
+		return nil, Errorf("exponential_ expects lambda > 0.0, but found lambda=%g", lambd)
+	}
+	b := c.B
+	u := c.uniform01(2, m.Sizes, m.DType)
+	ce := u.T.Elem
+	one := b.BroadcastTo(b.Scalar(ce, 1), m.Sizes)
+	l := b.BroadcastTo(c.R.Scalar(lambd, ce), m.Sizes)
+	return []*hlo.Value{b.Convert(b.Div(b.Neg(b.Log(b.Sub(one, u))), l), m.DType.Elem())}, nil
+}
