@@ -12,9 +12,15 @@ const (
 // nllShapes checks nll_loss's input and target (spatial for nll_loss2d) and
 // returns the class dim of the input.
 func nllShapes(m, tm TensorMeta, spatial bool) (int, error) {
-	if tm.DType != Int64 && tm.DType != Uint8 {
-		return 0, Errorf("expected target dtype to be Long or Byte, but got %s", scalarTypeName(tm.DType))
+	cd, err := nllDims(m, tm, spatial)
+	if err == nil && tm.DType != Int64 && tm.DType != Uint8 {
+		err = Errorf("expected target dtype to be Long or Byte, but got %s", scalarTypeName(tm.DType))
 	}
+	return cd, err
+}
+
+// nllDims checks the ranks and sizes of nll_loss's input and target.
+func nllDims(m, tm TensorMeta, spatial bool) (int, error) {
 	mismatch := Errorf("size mismatch (got input: %s, target: %s)", shapeString(m.Sizes), shapeString(tm.Sizes))
 	if spatial {
 		if m.Rank() != 4 {
