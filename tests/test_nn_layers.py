@@ -153,6 +153,35 @@ def test_batch_norm_variants(mode):
     compare(call, randn(4, 6), module=nn.BatchNorm1d(4), prep=transpose)
 
 
+def test_batch_norm_overloads(mode):
+    """The other batch norm entry points (reached by export and compile paths), called directly."""
+    aten = torch.ops.aten
+    x, w, b = randn(4, 3, 2), randn(3), randn(3)
+    rm, rv = randn(3), randn(3).abs() + 0.5
+
+    def both(f, *args, stats=True):
+        cpu = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        tpu = [a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args]
+        want, got = f(*cpu), f(*tpu)
+        for gt, wt in zip(got, want):
+            assert gt.shape == wt.shape
+            close(gt, wt)
+        if stats:
+            close(tpu[3], cpu[3])
+            close(tpu[4], cpu[4])
+        return got
+    both(aten._native_batch_norm_legit, x, w, b, rm, rv, True, 0.2, 1e-5)
+    both(aten._native_batch_norm_legit.no_stats, x, w, b, True, 0.2, 1e-5, stats=False)
+    both(aten._native_batch_norm_legit_no_training, x, w, b, rm, rv, 0.2, 1e-5)
+    out = both(lambda *a: aten._batch_norm_with_update(*a)[:3], x, w, b, rm, rv, 0.2, 1e-5)
+    gy = randn(4, 3, 2)
+    mask = [True, True, True]
+    save_mean, save_invstd = out[1].cpu(), out[2].cpu()
+    both(aten.batch_norm_backward, gy, x, w, rm, rv, save_mean, save_invstd, True, 1e-5, mask,
+         torch.empty(0, dtype=torch.uint8), stats=False)
+    both(aten.native_batch_norm_backward, gy, x, w, rm, rv, None, None, False, 1e-5, mask, stats=False)
+
+
 def test_group_norm(mode):
     torch.manual_seed(0)
     gn = nn.GroupNorm(2, 4)
