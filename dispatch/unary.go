@@ -204,6 +204,22 @@ func isinfRule(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{c.B.Compare(hlo.EQ, c.B.Abs(x), splat(c.B, x, math.Inf(1)))}, nil
 }
 
+// infRule builds isposinf or isneginf: x equals +inf (or -inf); integers
+// are never infinite.
+func infRule(neg bool) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		x := c.T(0)
+		if !x.T.Elem.IsFloat() {
+			return []*hlo.Value{full(c.B, Bool, x.T.Shape, 0)}, nil
+		}
+		inf := math.Inf(1)
+		if neg {
+			inf = math.Inf(-1)
+		}
+		return []*hlo.Value{c.B.Compare(hlo.EQ, x, splat(c.B, x, inf))}, nil
+	}
+}
+
 func logicalNot(c *Ctx) ([]*hlo.Value, error) {
 	x := c.T(0)
 	if x.T.Elem == hlo.Pred {
@@ -342,6 +358,8 @@ func init() {
 	def("aten::bitwise_not", bitwiseNot)
 	def("aten::isnan", isnanRule)
 	def("aten::isinf", isinfRule)
+	def("aten::isposinf", infRule(false))
+	def("aten::isneginf", infRule(true))
 	def("aten::nan_to_num", nanToNum)
 	def("aten::gelu", geluRule)
 	def("aten::silu", unaryOp(floatOnly, "silu_cpu", false, upcast(siluOf)))
