@@ -89,6 +89,9 @@ var table = map[string]Entry{}
 // (name with "_" after the base) and out= name ("<base>.out" unless given).
 func def(name string, fn Fn, outNames ...string) *Rule {
 	r := &Rule{Name: name, Fn: fn}
+	if old, dup := table[name]; dup && old.Variant == Functional {
+		panic("dispatch: two rules for " + name)
+	}
 	put(name, Entry{r, Functional})
 	base, overload, _ := strings.Cut(name, ".")
 	inplace := base + "_"
