@@ -26,6 +26,7 @@ from .slice import SLICE
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BASELINE = os.path.join(HERE, "baseline.json")
+EXIT_OP = "(worker exit)"
 
 
 def op_names():
@@ -96,7 +97,17 @@ def run_chunk(indices, names, opts, workdir, tag):
         rc = proc.returncode
         events = read_events(out)
         results.extend(e for e in events if e.get("ev") == "result")
-        if any(e.get("ev") == "chunk_done" for e in events) and rc == 0:
+        with open(log, errors="replace") as lf:
+            tail = [ln.rstrip() for ln in lf.readlines() if ln.strip()][-6:]
+        how = f"signal {-rc} ({signal.Signals(-rc).name})" if rc < 0 else f"exit code {rc}"
+        if any(e.get("ev") == "chunk_done" for e in events):
+            if rc != 0:
+                # Every op finished; the process died while exiting. Recorded against no op.
+                ran = [names[i] for i in pending]
+                results.append(dict(ev="result", op=EXIT_OP, dtype=None, sample=None, dir=None, mode=None,
+                                    status="crash", detail=f"{how} at process exit after ops {ran[0]}..{ran[-1]}",
+                                    log_tail=tail))
+                print(f"  crash at worker exit ({how}) after ops {ran[0]}..{ran[-1]}", flush=True)
             break
         # The worker died: find the op and the sample it was running.
         started = [e for e in events if e.get("ev") == "op_start"]
@@ -111,12 +122,9 @@ def run_chunk(indices, names, opts, workdir, tag):
         last_start = next((e for e in reversed(events) if e.get("ev") == "start"
                            and tuple(e.get(k) for k in key) not in finished
                            and e["op"] == names[crashed_index]), None)
-        with open(log, errors="replace") as lf:
-            tail = [ln.rstrip() for ln in lf.readlines() if ln.strip()][-6:]
         if timed_out:
             status, detail = "timeout", f"no progress for {opts.sample_timeout:.0f} s"
         else:
-            how = f"signal {-rc} ({signal.Signals(-rc).name})" if rc < 0 else f"exit code {rc}"
             status, detail = "crash", how
         rec = dict(ev="result", op=names[crashed_index], status=status, detail=detail, log_tail=tail)
         if last_start:
