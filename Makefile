@@ -18,7 +18,7 @@ export CGO_CFLAGS := -I$(ROOT)/$(BUILD)/include -O2
 export TORCHTPU_PLUGIN_PATH := $(PLUGIN_DIR)/xla_cpu_pjrt.so
 export PYTHONPATH := $(ROOT)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: build run test test-go test-py env clean bench
+.PHONY: build run test test-go test-py env clean bench conformance
 build: $(LIB)
 
 env:
@@ -62,3 +62,8 @@ bench: build
 
 clean:
 	rm -rf $(BUILD) $(LIB)
+
+# The OpInfo conformance sweep (tests/conformance/): results.json and summary.md in build/conformance/.
+# CONFORMANCE_ARGS passes options through, e.g. CONFORMANCE_ARGS="--ops 'nn.functional.*' --limit-samples 2".
+conformance: build
+	$(PY) -m tests.conformance.run $(CONFORMANCE_ARGS)
