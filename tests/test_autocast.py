@@ -49,8 +49,12 @@ def test_fp32_ops_stay_float32(mode):
         assert t.dtype == torch.float32
     hc = (x.bfloat16() @ x.bfloat16().t())
     torch.testing.assert_close(h.cpu(), hc)
-    torch.testing.assert_close(s.cpu(), torch.softmax(hc.float(), -1))
-    torch.testing.assert_close(ce.cpu(), F.cross_entropy(hc.float(), torch.tensor([0, 1, 2, 3])))
+    # In fused mode XLA may keep h in float32 inside the graph (excess precision), and
+    # cross_entropy asks log_softmax for the input's dtype explicitly (as on CUDA), so the
+    # float32 references hold to bfloat16 precision only.
+    torch.testing.assert_close(s.cpu(), torch.softmax(hc.float(), -1), atol=5e-3, rtol=2e-2)
+    torch.testing.assert_close(ce.cpu(), F.cross_entropy(hc.float(), torch.tensor([0, 1, 2, 3])),
+                               atol=5e-3, rtol=2e-2)
 
 
 def test_promote_ops(mode):
