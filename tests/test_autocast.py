@@ -3,6 +3,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import no_fallbacks
+
 
 def test_default_dtype_and_amp_module():
     assert torch.get_autocast_dtype("tpu") == torch.bfloat16
@@ -27,6 +29,7 @@ def test_linear_runs_in_lower_precision(mode, dtype):
         mm = torch.mm(x.to("tpu"), x.to("tpu").t())
         bmm = torch.bmm(x.to("tpu")[None], x.to("tpu").t()[None])
     assert got.dtype == dtype and mm.dtype == dtype and bmm.dtype == dtype
+    assert not no_fallbacks()
     assert want.dtype == dtype
     torch.testing.assert_close(got.cpu().float(), want.float(), atol=2e-2, rtol=2e-2)
     torch.testing.assert_close(mm.cpu().float(), (x @ x.t()), atol=1e-1, rtol=2e-2)
