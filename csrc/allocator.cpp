@@ -1,7 +1,9 @@
 #include "allocator.h"
 
 #include <algorithm>
+#include <atomic>
 
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
@@ -21,13 +23,71 @@ void free_address(void* ctx) {
   }
 }
 
-struct TpuAllocator final : public c10::Allocator {
+// set_stat fills one statistic from the engine's current and peak figures (no pools: every pool
+// type reads the same, as the large pool).
+void set_stat(c10::CachingAllocator::StatArray& stats, int64_t current, int64_t peak) {
+  for (auto type : {c10::CachingAllocator::StatType::AGGREGATE, c10::CachingAllocator::StatType::LARGE_POOL}) {
+    auto& s = stats[static_cast<size_t>(type)];
+    s.current = current;
+    s.peak = std::max(peak, current);
+  }
+}
+
+// TpuAllocator is the device allocator of PrivateUse1: Go owns the storages and keeps the memory
+// figures (bytes of live storages, their peak, the limit); nothing is cached, so reserved memory
+// equals allocated memory and emptyCache has nothing to release.
+struct TpuAllocator final : public c10::DeviceAllocator {
+  bool initialized() override { return !in_forked_child(); }
+
+  void emptyCache(c10::MempoolId_t mempool_id) override {}
+
+  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {}
+
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    c10::CachingDeviceAllocator::DeviceStats stats;
+    if (in_forked_child()) {
+      return stats;
+    }
+    const int64_t bytes = ttpu_memory_allocated();
+    const int64_t peak = ttpu_max_memory_allocated();
+    const int64_t count = ttpu_live_storages();
+    set_stat(stats.allocated_bytes, bytes, peak);
+    set_stat(stats.reserved_bytes, bytes, peak);
+    set_stat(stats.active_bytes, bytes, peak);
+    set_stat(stats.requested_bytes, bytes, peak);
+    set_stat(stats.allocation, count, count);
+    set_stat(stats.active, count, count);
+    set_stat(stats.segment, count, count);
+    stats.num_ooms = num_ooms_.load();
+    return stats;
+  }
+
+  void resetAccumulatedStats(c10::DeviceIndex device) override { num_ooms_.store(0); }
+
+  void resetPeakStats(c10::DeviceIndex device) override {
+    if (!in_forked_child()) {
+      ttpu_reset_peak_memory();
+    }
+  }
+
+  // getMemoryInfo returns (free, total) under the device memory limit.
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    check_usable();
+    const int64_t limit = ttpu_memory_limit();
+    const int64_t used = ttpu_memory_allocated();
+    return {static_cast<size_t>(std::max<int64_t>(0, limit - used)), static_cast<size_t>(std::max<int64_t>(0, limit))};
+  }
+
   c10::DataPtr allocate(size_t nbytes) override {
     check_usable();
     auto device = current_device();
     uint64_t addr = 0;
     ErrBuf err;
-    check(ttpu_alloc(static_cast<int64_t>(nbytes), device, &addr, err.data(), err.len()), err, "ttpu_alloc");
+    ttpu_status st = ttpu_alloc(static_cast<int64_t>(nbytes), device, &addr, err.data(), err.len());
+    if (st == TTPU_OOM) {
+      num_ooms_.fetch_add(1);
+    }
+    check(st, err, "ttpu_alloc");
     return wrap_address(addr, device);
   }
 
@@ -43,6 +103,9 @@ struct TpuAllocator final : public c10::Allocator {
     check(ttpu_storage_copy(address_of(dest), address_of(src), static_cast<int64_t>(count), err.data(), err.len()),
           err, "ttpu_storage_copy");
   }
+
+ private:
+  std::atomic<int64_t> num_ooms_{0};
 };
 
 TpuAllocator global_allocator;

@@ -23,6 +23,7 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(const c10::OperatorHandle& op) {
+  check_not_forked();
   static std::shared_mutex mu;
   static std::unordered_map<c10::OperatorName, OpInfo> cache;
   const auto& key = op.operator_name();

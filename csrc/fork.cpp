@@ -6,17 +6,16 @@
 
 #include <c10/util/Exception.h>
 
-#include "torchtpu.h"
 
 namespace torchtpu {
 namespace {
 
 std::atomic<bool> forked{false};
 
-void on_fork_child() {
-  forked.store(true);
-  ttpu_mark_forked();
-}
+// on_fork_child only sets a flag: the Go runtime's threads do not survive fork, so calling into
+// Go here (even ttpu_mark_forked) can park the child forever. Every shim path into Go checks
+// the flag first instead.
+void on_fork_child() { forked.store(true); }
 
 struct ForkHandlerRegistration {
   ForkHandlerRegistration() { pthread_atfork(nullptr, nullptr, &on_fork_child); }

@@ -429,6 +429,9 @@ ttpu_status call_go(const ArgList& args, std::vector<ttpu_out>& outs) {
   ErrBuf err;
   ttpu_status st = ttpu_op(args.op().c_str(), args.data(), args.size(), outs.data(), kMaxOuts, &nouts, err.data(),
                            err.len());
+  if (st == TTPU_OOM) {
+    check(st, err, args.op().c_str());
+  }
   if (st == TTPU_ERROR) {
     std::string msg = err.str();
     // Name the op and its arguments unless the engine already did.

@@ -8,7 +8,7 @@ _loaded = False
 
 
 def _register_with_torch():
-    from . import device_module, printing
+    from . import device_module, printing, step
 
     if torch._C._get_privateuse1_backend_name() != "tpu":
         torch.utils.rename_privateuse1_backend("tpu")
@@ -17,6 +17,10 @@ def _register_with_torch():
     if not hasattr(torch.Tensor, "is_tpu"):
         torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
     printing.install()
+    step.install()
+    # Autocast on tpu computes in bfloat16 unless told otherwise (the setting is per thread;
+    # this sets it for the thread that imports torchtpu).
+    torch.set_autocast_dtype("tpu", torch.bfloat16)
 
 
 def _load():

@@ -20,6 +20,10 @@ _SIGNATURES = {
     "ttpu_reset_metrics": (None, []),
     "ttpu_live_storages": (_i64, []),
     "ttpu_memory_allocated": (_i64, []),
+    "ttpu_max_memory_allocated": (_i64, []),
+    "ttpu_reset_peak_memory": (None, []),
+    "ttpu_memory_limit": (_i64, []),
+    "ttpu_mark_step": (_i32, [_c_char_p, _i64]),
     "ttpu_fallback_is_error": (_i32, []),
     "ttpu_has_rule": (_i32, [_c_char_p]),
 }

@@ -9,13 +9,25 @@ from .devices import (  # noqa: F401
     is_available,
     is_bf16_supported,
     is_initialized,
-    live_storages,
-    memory_allocated,
     set_device,
     synchronize,
 )
+from .memory import (  # noqa: F401
+    empty_cache,
+    live_storages,
+    max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_limit,
+    memory_reserved,
+    memory_stats,
+    reset_max_memory_allocated,
+    reset_peak_memory_stats,
+)
 from .metrics import metrics, reset_metrics  # noqa: F401
 from .modes import get_mode, mode, set_mode  # noqa: F401
+from .step import mark_step  # noqa: F401
 from .rng import (  # noqa: F401
     get_rng_state,
     get_rng_state_all,

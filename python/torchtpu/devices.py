@@ -76,20 +76,6 @@ class device:
         return False
 
 
-def memory_allocated(device=None):
-    """Bytes held by live tpu storages."""
-    if not _runtime.initialized() or _runtime.in_bad_fork():
-        return 0
-    return int(_lib.lib().ttpu_memory_allocated())
-
-
-def live_storages():
-    """Number of live tpu storages."""
-    if not _runtime.initialized() or _runtime.in_bad_fork():
-        return 0
-    return int(_lib.lib().ttpu_live_storages())
-
-
 def get_amp_supported_dtype():
     return [torch.bfloat16, torch.float16]
 

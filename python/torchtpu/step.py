@@ -1,0 +1,52 @@
+"""Step boundaries: every optimizer step over tpu parameters marks one, so that in fused mode a
+training loop launches one graph per step rather than one at the first read of a value."""
+
+import weakref
+
+from . import _lib, _runtime
+
+# Optimizers whose parameters are all off tpu, keyed by optimizer, with the group sizes checked:
+# a CPU-only training loop pays one scan per optimizer (again only when its groups change).
+_not_tpu = weakref.WeakKeyDictionary()
+_handle = None
+
+
+def mark_step():
+    """Mark a step boundary: in fused mode the pending graph is launched (without waiting for it)."""
+    _runtime.require()
+    _lib.call("ttpu_mark_step")
+
+
+def _on_tpu(optimizer):
+    groups = optimizer.param_groups
+    shape = tuple(len(g["params"]) for g in groups)
+    try:
+        if _not_tpu.get(optimizer) == shape:
+            return False
+    except TypeError:  # not weak-referenceable
+        pass
+    for g in groups:
+        for p in g["params"]:
+            if p.device.type == "tpu":
+                return True
+    try:
+        _not_tpu[optimizer] = shape
+    except TypeError:
+        pass
+    return False
+
+
+def _step_post_hook(optimizer, args, kwargs):
+    if not _runtime.initialized() or _runtime.in_bad_fork():
+        return
+    if _on_tpu(optimizer):
+        mark_step()
+
+
+def install():
+    """Register the global optimizer step post-hook (idempotent)."""
+    global _handle
+    if _handle is None:
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        _handle = register_optimizer_step_post_hook(_step_post_hook)

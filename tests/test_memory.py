@@ -1,0 +1,93 @@
+"""Device memory: torch.OutOfMemoryError past the limit, and the memory figures of torch.tpu and
+torch.accelerator."""
+import os
+import subprocess
+import sys
+
+import torch
+
+
+def run_python(code, **env):
+    e = dict(os.environ)
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=300)
+
+
+OOM_SCRIPT = r"""
+import torch
+import torchtpu
+assert torch.tpu.memory_limit() == 64 << 20, torch.tpu.memory_limit()
+try:
+    torch.empty(100_000_000, device="tpu")
+except torch.OutOfMemoryError as e:
+    assert isinstance(e, RuntimeError)
+    print("OOM:", e)
+else:
+    raise SystemExit("no error")
+x = torch.arange(6, dtype=torch.float32, device="tpu").reshape(2, 3)
+print("after:", (x * 2 + 1).sum().item())
+keep = torch.ones(6_000_000, device="tpu")  # 24 MB
+try:
+    keep + keep + keep  # each result is another 24 MB
+except torch.OutOfMemoryError as e:
+    print("op OOM:", e)
+else:
+    raise SystemExit("no error from an op")
+del keep
+print("after op:", (torch.ones(3, device="tpu") + 1).sum().item())
+print("num_ooms:", torch.accelerator.memory_stats()["num_ooms"])
+"""
+
+
+def test_out_of_memory_is_torch_out_of_memory_error():
+    r = run_python(OOM_SCRIPT, TORCHTPU_MEMORY_LIMIT="64M")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "OOM: torchtpu: out of memory on tpu" in r.stdout
+    assert "TORCHTPU_MEMORY_LIMIT" in r.stdout
+    assert "after: 36.0" in r.stdout
+    assert "op OOM: " in r.stdout and "out of memory" in r.stdout
+    assert "after op: 6.0" in r.stdout
+    assert "num_ooms: 1" in r.stdout or "num_ooms: 2" in r.stdout
+
+
+def test_memory_allocated_rises_and_drops():
+    torch.tpu.synchronize()
+    base = torch.tpu.memory_allocated()
+    assert torch.accelerator.memory_allocated() == base
+    t = torch.empty(1 << 20, device="tpu")  # 4 MiB
+    nbytes = t.numel() * t.element_size()
+    assert torch.tpu.memory_allocated() >= base + nbytes
+    assert torch.accelerator.memory_allocated() >= base + nbytes
+    assert torch.accelerator.memory_reserved() >= base + nbytes
+    stats = torch.accelerator.memory_stats()
+    assert stats["allocated_bytes.all.current"] >= base + nbytes
+    assert torch.tpu.memory_stats()["allocated_bytes.all.current"] >= base + nbytes
+    del t
+    assert torch.tpu.memory_allocated() == base
+    assert torch.accelerator.memory_allocated() == base
+
+
+def test_peak_and_reset():
+    torch.tpu.synchronize()
+    torch.accelerator.reset_peak_memory_stats()
+    base = torch.accelerator.memory_allocated()
+    assert torch.accelerator.max_memory_allocated() == base
+    t = torch.empty(1 << 20, device="tpu")
+    nbytes = t.numel() * t.element_size()
+    del t
+    assert torch.accelerator.memory_allocated() == base
+    assert torch.accelerator.max_memory_allocated() >= base + nbytes
+    assert torch.tpu.max_memory_allocated() >= base + nbytes
+    assert torch.accelerator.memory_stats()["allocated_bytes.all.peak"] >= base + nbytes
+    torch.tpu.reset_peak_memory_stats()
+    assert torch.tpu.max_memory_allocated() == base
+    assert torch.accelerator.max_memory_allocated() == base
+
+
+def test_mem_get_info_and_empty_cache():
+    free, total = torch.tpu.mem_get_info()
+    assert total == torch.tpu.memory_limit() > 0
+    assert free == total - torch.tpu.memory_allocated()
+    assert torch.accelerator.get_memory_info() == (free, total)
+    torch.accelerator.empty_cache()
+    torch.tpu.empty_cache()
