@@ -47,6 +47,7 @@ $(LIB): $(BUILD)/include/pjrt_c_api.h $(BUILD)/libshim.a $(GO_SRC) go.mod
 
 run: build
 	$(PY) examples/hello_tpu.py
+	cd examples && $(PY) train_gpt.py --device tpu --mode fused --steps 150
 
 test: build
 	$(MAKE) --no-print-directory test-go test-py

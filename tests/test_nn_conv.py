@@ -173,13 +173,17 @@ def test_pool_errors():
         torch.nn.functional.avg_pool2d(x, 5)
 
 
-def test_small_cnn_training_step(mode):
-    if mode == "debug":
-        pytest.skip("strict and fused cover the whole network")
+@pytest.mark.parametrize("step_mode", ["strict", "fused"])
+def test_small_cnn_training_step(step_mode):
+    torch.tpu.set_mode(step_mode)
     torch.manual_seed(0)
     net = nn.Sequential(
         nn.Conv2d(3, 8, 3, padding=1), nn.MaxPool2d(2),
         nn.Conv2d(8, 8, 3, padding=1, groups=2), nn.AvgPool2d(2),
         nn.AdaptiveAvgPool2d((3, 3)), nn.Flatten(), nn.Linear(72, 5),
     )
-    run_layer(net, randn(4, 3, 16, 16))
+    try:
+        run_layer(net, randn(4, 3, 16, 16))
+    finally:
+        torch.tpu.synchronize()
+        torch.tpu.set_mode("strict")

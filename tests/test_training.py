@@ -50,3 +50,16 @@ def test_gpt_memory_stays_flat_and_is_released():
     gc.collect()
     torch.tpu.synchronize()
     assert torch.tpu.metrics()["live_storages"] == live0
+
+
+def test_bf16_autocast_mlp_converges_like_cpu():
+    steps = 150
+    cpu_acc = train_mlp.train(device="cpu", steps=steps, seed=0, dropout=0.0, log=None)[2]
+    torch.tpu.reset_metrics()
+    losses, _, tpu_acc = train_mlp.train(device="tpu", mode="fused", steps=steps, seed=0, dropout=0.0, log=None,
+                                         autocast=torch.bfloat16)
+    torch.tpu.set_mode("strict")
+    assert abs(tpu_acc - cpu_acc) <= 0.02, f"bf16 autocast accuracy {tpu_acc:.3f} vs CPU fp32 {cpu_acc:.3f}"
+    assert losses[-1] < 0.5 * losses[0]
+    fallbacks = {k: v for k, v in torch.tpu.metrics()["cpu_fallbacks"].items() if v}
+    assert fallbacks == {}, fallbacks
