@@ -43,7 +43,7 @@ type Engine struct {
 	disk      *compile_cache.Dir // TORCHTPU_CACHE_DIR, or nil
 	options   []byte
 	scalars   map[scalarKey]*pjrt.Buffer
-	last      *pjrt.Event
+	events    []*pjrt.Event // completion events of work that may still run
 	forked    bool
 	m         Metrics
 	fused     int // op count that forces a flush in fused mode

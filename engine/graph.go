@@ -168,10 +168,12 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 		e.dropBuffer(st.buf)
 		st.buf = results[i]
 	}
-	if e.last != nil {
-		e.last.Destroy()
+	// Keep the completion events of work in flight; drop the finished ones.
+	e.events = append(e.events, ev)
+	for len(e.events) > 1 && e.events[0].IsReady() {
+		e.events[0].Destroy()
+		e.events = e.events[1:]
 	}
-	e.last = ev
 	if e.mode == ModeDebug {
 		if err := ev.Await(); err != nil {
 			return nil, fmt.Errorf("torchtpu: a graph of %d ops failed: %w", g.ops, err)
@@ -288,13 +290,15 @@ func (e *Engine) Synchronize() error {
 	if err := e.flush(); err != nil {
 		return err
 	}
-	if e.last != nil {
-		err := e.last.Await()
-		e.last.Destroy()
-		e.last = nil
-		return err
+	var first error
+	for _, ev := range e.events {
+		if err := ev.Await(); err != nil && first == nil {
+			first = err
+		}
+		ev.Destroy()
 	}
-	return nil
+	e.events = nil
+	return first
 }
 
 // NaNError reports an op whose result holds a NaN (TORCHTPU_CHECK_NANS=1, debug mode).

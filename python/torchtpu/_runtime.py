@@ -1,5 +1,7 @@
 """Runtime state: plugin initialization, its error, and the fork check for Python-side calls."""
 
+import atexit
+
 import torch
 
 from . import _lib, _plugin
@@ -29,6 +31,15 @@ def init():
         _fail(f"torchtpu: cannot initialize the PJRT plugin {path} ({_plugin.ENV}={_plugin.choice()!r}): {reason}")
         return
     _initialized = True
+    atexit.register(_drain)
+
+
+def _drain():
+    """Wait for device work still in flight before the interpreter tears down, so no
+    plugin thread is running a program while static destructors run."""
+    if _initialized and not in_bad_fork():
+        buf = _lib.errbuf()
+        _lib.lib().ttpu_synchronize(buf, len(buf))
 
 
 def _fail(message):
