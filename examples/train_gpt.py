@@ -120,17 +120,23 @@ def train(device="tpu", mode=None, steps=100, seed=0, dropout=0.1, batch=16, log
 
 @torch.no_grad()
 def sample(model, chars, device, n=120, seed=0, prompt="the "):
-    """Samples n characters; the logits come from the device, the draw is made on the host."""
+    """Samples n characters; the logits come from the device, the draw is made on the host.
+
+    The model always sees a full window of model.ctx characters (the prompt is
+    left-padded with newlines), so every step runs the same compiled program.
+    """
     model.eval()
     stoi = {c: i for i, c in enumerate(chars)}
-    idx = torch.tensor([[stoi[c] for c in prompt]], dtype=torch.long, device=device)
+    pad = stoi.get("\n", 0)
+    text = [stoi[c] for c in prompt]
     g = torch.Generator().manual_seed(seed)
     for _ in range(n):
-        logits = model(idx[:, -model.ctx:])[:, -1, :]
+        window = ([pad] * model.ctx + text)[-model.ctx:]
+        idx = torch.tensor([window], dtype=torch.long, device=device)
+        logits = model(idx)[:, -1, :]
         probs = torch.softmax(logits / 0.8, dim=-1).cpu()
-        nxt = torch.multinomial(probs, 1, generator=g).to(device)
-        idx = torch.cat([idx, nxt], dim=1)
-    return "".join(chars[i] for i in idx[0].tolist())
+        text.append(int(torch.multinomial(probs, 1, generator=g)))
+    return "".join(chars[i] for i in text)
 
 
 if __name__ == "__main__":
