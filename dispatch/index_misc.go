@@ -205,7 +205,17 @@ func maskedScatter(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{b.Reshape(r, shape...)}, nil
 }
 
+// unique1 is _unique(self, sorted, return_inverse): _unique2 without counts.
+func unique1(c *Ctx) ([]*hlo.Value, error) {
+	out, err := unique2(c)
+	if err != nil {
+		return nil, err
+	}
+	return out[:2], nil
+}
+
 func init() {
+	def("aten::_unique", unique1).DataDependent = true
 	def("aten::linalg_cross", linalgCross)
 	def("aten::take", takeRule)
 	def("aten::put", putRule)
