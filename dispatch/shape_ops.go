@@ -134,7 +134,7 @@ func fullIndices(b *hlo.Builder, idx *hlo.Value, dim int64) *hlo.Value {
 
 // checkGatherIndex checks gather/scatter's index against self (and src).
 func checkGatherIndex(op string, m, im TensorMeta, dim int64, src *TensorMeta) error {
-	if im.DType != Int64 {
+	if im.DType != Int64 && im.DType != Int32 && im.Numel() > 0 {
 		return Errorf("%s(): Expected dtype int64 for index", op)
 	}
 	if im.Rank() != m.Rank() && !(im.Rank() <= 1 && m.Rank() <= 1) {
@@ -188,6 +188,9 @@ func gatherRule(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	b := c.B
+	if im.Numel() == 0 {
+		return []*hlo.Value{full(b, m.DType, im.Sizes, 0)}, nil
+	}
 	if m.Rank() == 0 {
 		return []*hlo.Value{b.Reshape(c.T(0), im.Sizes...)}, nil
 	}
