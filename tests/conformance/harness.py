@@ -147,6 +147,10 @@ def compare(got, want, rtol, atol):
         return (msg[0] if msg else type(e).__name__)[:400]
 
 
+# Ops whose tensor arguments after the input stay on the host on any device.
+HOST_ARGS = {"tensor_split"}
+
+
 class Sample:
     """A sample's call arguments as one tree: (input, args, kwargs)."""
 
@@ -154,7 +158,12 @@ class Sample:
         self.tree = (s.input, tuple(s.args), dict(s.kwargs))
         self.output_process_fn_grad = s.output_process_fn_grad
 
-    def fresh(self, leaf):
+    def fresh(self, leaf, op_name=None):
+        inp, args, kwargs = self.tree
+        if op_name in HOST_ARGS:
+            # The op takes these arguments as host tensors on every device (as on CUDA).
+            return (tree_map(leaf, inp), tuple(clone_leaf(a) if isinstance(a, torch.Tensor) else a for a in args),
+                    tree_map(leaf, kwargs))
         return tree_map(leaf, self.tree)
 
 
@@ -178,7 +187,7 @@ def run_backward(op, sample, tree, device):
     loss = None
     for k, o in enumerate(outs):
         g = torch.Generator().manual_seed(1000 + k)
-        cot = torch.randn(o.shape, generator=g, dtype=torch.float64).to(o.dtype).to(device)
+        cot = torch.randn(o.shape, generator=g, dtype=torch.float64).to(o.dtype).to(o.device)
         term = (o * cot).sum()
         loss = term if loss is None else loss + term
     grads = torch.autograd.grad(loss, leaves, allow_unused=True)
@@ -236,9 +245,9 @@ def run_sample(op, name, dtype_name, idx, direction, sample, emit, modes):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if direction == "fwd":
-                    got = to_cpu(call(op, sample.fresh(to_tpu_leaf)))
+                    got = to_cpu(call(op, sample.fresh(to_tpu_leaf, op.name)))
                 else:
-                    got, _ = run_backward(op, sample, sample.fresh(to_tpu_leaf), "tpu")
+                    got, _ = run_backward(op, sample, sample.fresh(to_tpu_leaf, op.name), "tpu")
                     if got is None:
                         raise RuntimeError("tpu output does not require grad")
                 torch.tpu.synchronize()
