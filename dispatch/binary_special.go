@@ -156,8 +156,8 @@ func rsubRule(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{c.B.Sub(vs[1], y)}, nil
 }
 
-// zetaOp is the Hurwitz zeta function zeta(x, q).
-func zetaOf(b *hlo.Builder, x, q *hlo.Value) *hlo.Value { return b.Chlo("zeta", x, q) }
+// zetaOf is the Hurwitz zeta function zeta(x, q).
+func zetaOf(b *hlo.Builder, x, q *hlo.Value) *hlo.Value { return hurwitzZeta(b, x, q) }
 
 func init() {
 	for _, n := range [][2]string{{"aten::xlogy", ""}, {"aten::special_xlog1py", "special_"}} {

@@ -45,10 +45,34 @@ func polygammaOf(b *hlo.Builder, n int64, x *hlo.Value) *hlo.Value {
 	switch n {
 	case 0:
 		return digammaOf(b, x)
+	case 1:
+		return upcast(trigammaOf)(b, x)
 	}
-	return upcast(func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-		return b.Chlo("polygamma", splat(b, x, float64(n)), x)
-	})(b, x)
+	// (-1)^(n+1) n! zeta(n+1, x), as PyTorch computes it.
+	lg, _ := math.Lgamma(float64(n) + 1)
+	f := math.Exp(lg)
+	if n%2 == 0 {
+		f = -f
+	}
+	return b.Mul(splat(b, x, f), hurwitzZeta(b, splat(b, x, float64(n+1)), x))
+}
+
+// trigammaOf is polygamma(1, x) by PyTorch's CPU algorithm, in x's precision:
+// reflection below 1/2, six recurrence steps, then an asymptotic series.
+func trigammaOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	k := func(v float64) *hlo.Value { return splat(b, x, v) }
+	refl := b.Compare(hlo.LT, x, k(0.5))
+	s := b.Sin(b.Mul(k(math.Pi), x))
+	r := b.Select(refl, b.Neg(b.Div(k(math.Pi*math.Pi), b.Mul(s, s))), k(0))
+	x = b.Select(refl, b.Sub(k(1), x), x)
+	for i := 0; i < 6; i++ {
+		r = b.Add(r, b.Div(k(1), b.Mul(x, x)))
+		x = b.Add(x, k(1))
+	}
+	ixx := b.Div(k(1), b.Mul(x, x))
+	series := b.Mul(ixx, b.Sub(k(1.0/6), b.Mul(ixx, b.Sub(k(1.0/30), b.Mul(ixx, k(1.0/42))))))
+	r = b.Add(r, b.Div(b.Add(b.Add(k(1), b.Div(k(1), b.Mul(k(2), x))), series), x))
+	return b.Select(refl, b.Neg(r), r)
 }
 
 // mvlgammaRule is mvlgamma(self, p): sum_j lgamma(x - j/2) + p(p-1)/4 log(pi).
