@@ -100,3 +100,19 @@ func TestShapeInference(t *testing.T) {
 	}()
 	b.Add(x, y)
 }
+
+func TestChloGolden(t *testing.T) {
+	b := NewBuilder()
+	x := b.Param(T(F32, 2))
+	y := b.Param(T(F32, 2))
+	r := b.Chlo("polygamma", x, b.Chlo("lgamma", y))
+	text, _ := b.Module([]*Value{r})
+	for _, want := range []string{
+		`%0 = "chlo.lgamma"(%arg1) : (tensor<2xf32>) -> tensor<2xf32>`,
+		`%1 = "chlo.polygamma"(%arg0, %0) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("module text lacks %q:\n%s", want, text)
+		}
+	}
+}

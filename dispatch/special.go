@@ -1,0 +1,208 @@
+package dispatch
+
+import (
+	"math"
+
+	"torchtpu/hlo"
+)
+
+// chloOf returns a unary function that applies chlo.<name>, computing
+// half-precision inputs in float32.
+func chloOf(name string) func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	return upcast(func(b *hlo.Builder, x *hlo.Value) *hlo.Value { return b.Chlo(name, x) })
+}
+
+// erfinvOf computes chlo.erf_inv in float64: its float32 lowering loses
+// accuracy near -1 and 1.
+func erfinvOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	return b.Convert(b.Chlo("erf_inv", b.Convert(x, hlo.F64)), x.T.Elem)
+}
+
+// lgammaOf is log|Gamma(x)|.
+func lgammaOf(b *hlo.Builder, x *hlo.Value) *hlo.Value { return chloOf("lgamma")(b, x) }
+
+// digammaOf is the logarithmic derivative of Gamma; PyTorch gives -inf at
+// zero (where chlo gives NaN) and NaN at negative integers.
+func digammaOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	r := chloOf("digamma")(b, x)
+	return b.Select(b.Compare(hlo.EQ, x, splat(b, x, 0)), splat(b, x, math.Inf(-1)), r)
+}
+
+// polygammaRule is polygamma(int n, Tensor self).
+func polygammaRule(c *Ctx) ([]*hlo.Value, error) {
+	// polygamma_ takes (self, n); polygamma and polygamma.out take (n, self).
+	ni, xi := 0, 1
+	if c.IsTensor(0) {
+		ni, xi = 1, 0
+	}
+	n := c.Int(ni, 0)
+	if n < 0 {
+		return nil, Errorf("polygamma(n, x) does not support negative n.")
+	}
+	d := c.Meta(xi).DType
+	if !d.IsFloat() {
+		d = Float32
+	}
+	x := c.B.Convert(c.T(xi), d.Elem())
+	return []*hlo.Value{polygammaOf(c.B, n, x)}, nil
+}
+
+func polygammaOf(b *hlo.Builder, n int64, x *hlo.Value) *hlo.Value {
+	switch n {
+	case 0:
+		return digammaOf(b, x)
+	case 1:
+		return upcast(trigammaOf)(b, x)
+	}
+	// (-1)^(n+1) n! zeta(n+1, x), as PyTorch computes it.
+	lg, _ := math.Lgamma(float64(n) + 1)
+	f := math.Exp(lg)
+	if n%2 == 0 {
+		f = -f
+	}
+	return b.Mul(splat(b, x, f), hurwitzZeta(b, splat(b, x, float64(n+1)), x))
+}
+
+// trigammaOf is polygamma(1, x) by PyTorch's CPU algorithm, in x's precision:
+// reflection below 1/2, six recurrence steps, then an asymptotic series.
+func trigammaOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	k := func(v float64) *hlo.Value { return splat(b, x, v) }
+	refl := b.Compare(hlo.LT, x, k(0.5))
+	s := b.Sin(b.Mul(k(math.Pi), x))
+	r := b.Select(refl, b.Neg(b.Div(k(math.Pi*math.Pi), b.Mul(s, s))), k(0))
+	x = b.Select(refl, b.Sub(k(1), x), x)
+	for i := 0; i < 6; i++ {
+		r = b.Add(r, b.Div(k(1), b.Mul(x, x)))
+		x = b.Add(x, k(1))
+	}
+	ixx := b.Div(k(1), b.Mul(x, x))
+	series := b.Mul(ixx, b.Sub(k(1.0/6), b.Mul(ixx, b.Sub(k(1.0/30), b.Mul(ixx, k(1.0/42))))))
+	r = b.Add(r, b.Div(b.Add(b.Add(k(1), b.Div(k(1), b.Mul(k(2), x))), series), x))
+	return b.Select(refl, b.Neg(r), r)
+}
+
+// mvlgammaRule is mvlgamma(self, p): sum_j lgamma(x - j/2) + p(p-1)/4 log(pi).
+func mvlgammaRule(c *Ctx) ([]*hlo.Value, error) {
+	p := c.Int(1, 1)
+	if p < 1 {
+		return nil, Errorf("p has to be greater than or equal to 1")
+	}
+	d := c.Meta(0).DType
+	if !d.IsFloat() {
+		return nil, Errorf("mvlgamma is not implemented for %s", d)
+	}
+	return []*hlo.Value{upcast(func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+		r := splat(b, x, float64(p*(p-1))/4*math.Log(math.Pi))
+		for j := int64(0); j < p; j++ {
+			r = b.Add(r, lgammaOf(b, b.Sub(x, splat(b, x, float64(j)/2))))
+		}
+		return r
+	})(c.B, c.T(0))}, nil
+}
+
+// sincOf is sin(pi x) / (pi x), 1 at zero.
+func sincOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	px := b.Mul(x, splat(b, x, math.Pi))
+	r := b.Div(b.Sin(px), px)
+	return b.Select(b.Compare(hlo.EQ, x, splat(b, x, 0)), splat(b, x, 1), r)
+}
+
+// exp2Of is 2^x.
+func exp2Of(b *hlo.Builder, x *hlo.Value) *hlo.Value { return b.Pow(splat(b, x, 2), x) }
+
+// entrOf is -x log x, 0 at zero and -inf for negative x.
+func entrOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	zero := splat(b, x, 0)
+	r := b.Neg(b.Mul(x, b.Log(x)))
+	r = b.Select(b.Compare(hlo.EQ, x, zero), zero, r)
+	return b.Select(b.Compare(hlo.LT, x, zero), splat(b, x, math.Inf(-1)), r)
+}
+
+// ndtrOf is the standard normal CDF.
+func ndtrOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	return upcast(func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+		half := splat(b, x, 0.5)
+		t := b.Mul(x, splat(b, x, 1/math.Sqrt2))
+		// erfc keeps accuracy in the lower tail.
+		return b.Mul(half, b.Chlo("erfc", b.Neg(t)))
+	})(b, x)
+}
+
+// ndtriOf is the inverse of ndtr: sqrt(2) erfinv(2p - 1).
+func ndtriOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	return upcast(func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+		two := splat(b, x, 2)
+		return b.Mul(splat(b, x, math.Sqrt2), b.Chlo("erf_inv", b.Sub(b.Mul(two, x), splat(b, x, 1))))
+	})(b, x)
+}
+
+// fracOf is x - trunc(x).
+func fracOf(b *hlo.Builder, x *hlo.Value) *hlo.Value { return b.Sub(x, truncFloat(b, x)) }
+
+// sgnRule is sgn: sign for real tensors.
+func sgnRule(c *Ctx) ([]*hlo.Value, error) {
+	return unaryOp(keepDType, "sign_cpu", false, signOf)(c)
+}
+
+// signbitRule is signbit: the sign bit is set (-0.0 and negative NaN included).
+func signbitRule(c *Ctx) ([]*hlo.Value, error) {
+	b, x := c.B, c.T(0)
+	e := x.T.Elem
+	switch {
+	case e == hlo.Pred || e.IsUnsigned():
+		return []*hlo.Value{full(b, Bool, x.T.Shape, 0)}, nil
+	case !e.IsFloat():
+		return []*hlo.Value{b.Compare(hlo.LT, x, splat(b, x, 0))}, nil
+	}
+	ie := map[hlo.Elem]hlo.Elem{hlo.F16: hlo.S16, hlo.BF16: hlo.S16, hlo.F32: hlo.S32, hlo.F64: hlo.S64}[e]
+	bits := b.BitcastConvert(x, ie)
+	return []*hlo.Value{b.Compare(hlo.LT, bits, splat(b, bits, 0))}, nil
+}
+
+// angleRule is angle for real tensors: pi for negative values, NaN kept.
+func angleRule(c *Ctx) ([]*hlo.Value, error) {
+	return unaryOp(floatDType, "angle", false, func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+		zero := splat(b, x, 0)
+		r := b.Select(b.Compare(hlo.LT, x, zero), splat(b, x, math.Pi), zero)
+		return b.Select(b.Compare(hlo.NE, x, x), x, r)
+	})(c)
+}
+
+// logitRule is logit(self, eps): log(z / (1 - z)) with z clamped to [eps, 1-eps].
+func logitRule(c *Ctx) ([]*hlo.Value, error) {
+	hasEps := c.Has(1)
+	eps := c.Float(1, 0)
+	return unaryOp(floatDType, "logit", false, upcast(func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+		if hasEps {
+			lo := b.BroadcastTo(c.R.Scalar(eps, x.T.Elem), x.T.Shape)
+			hi := b.BroadcastTo(c.R.Scalar(1-eps, x.T.Elem), x.T.Shape)
+			x = b.Min(b.Max(x, lo), hi)
+		}
+		return b.Log(b.Div(x, b.Sub(splat(b, x, 1), x)))
+	}))(c)
+}
+
+func init() {
+	chlos := []struct{ aten, chlo string }{
+		{"lgamma", "lgamma"}, {"erfc", "erfc"}, {"sinh", "sinh"},
+		{"cosh", "cosh"}, {"asin", "asin"}, {"acos", "acos"}, {"atan", "atan"}, {"asinh", "asinh"},
+		{"acosh", "acosh"}, {"atanh", "atanh"},
+	}
+	for _, u := range chlos {
+		def("aten::"+u.aten, unaryOp(floatDType, u.aten, false, chloOf(u.chlo)))
+	}
+	def("aten::erfinv", unaryOp(floatDType, "erfinv", false, erfinvOf))
+	def("aten::digamma", unaryOp(floatDType, "digamma", false, digammaOf))
+	def("aten::polygamma", polygammaRule)
+	def("aten::mvlgamma", mvlgammaRule)
+	def("aten::sinc", unaryOp(floatDType, "sinc", false, upcast(sincOf)))
+	def("aten::exp2", unaryOp(floatDType, "exp2", false, exp2Of))
+	def("aten::special_entr", unaryOp(floatDType, "entr", false, entrOf))
+	def("aten::special_ndtr", unaryOp(floatDType, "ndtr", false, ndtrOf))
+	def("aten::special_ndtri", unaryOp(floatDType, "ndtri", false, ndtriOf))
+	def("aten::frac", unaryOp(floatOnly, "frac_cpu", false, fracOf))
+	def("aten::sgn", sgnRule)
+	def("aten::signbit", signbitRule)
+	def("aten::angle", angleRule)
+	def("aten::logit", logitRule)
+}
