@@ -159,7 +159,32 @@ func maxUnpool(spatial int) Fn {
 	}
 }
 
+// channelShuffle is channel_shuffle(self, groups): channels viewed as
+// [groups, C/groups] and transposed.
+func channelShuffle(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	gr := c.Int(1, 1)
+	if m.Rank() < 3 {
+		return nil, Errorf("channel_shuffle expects input to have at least 3 dimensions, but got input with sizes %s", shapeString(m.Sizes))
+	}
+	if gr <= 0 {
+		return nil, Errorf("Number of groups to divide channels in must be positive. Value of groups:%d", gr)
+	}
+	ch := m.Sizes[1]
+	if ch%gr != 0 {
+		return nil, Errorf("Number of channels must be divisible by groups. Got %d channels and %d groups.", ch, gr)
+	}
+	b := c.B
+	split := append([]int64{m.Sizes[0], gr, ch / gr}, m.Sizes[2:]...)
+	perm := []int64{0, 2, 1}
+	for i := 3; i < len(split); i++ {
+		perm = append(perm, int64(i))
+	}
+	return []*hlo.Value{b.Reshape(b.Transpose(b.Reshape(c.T(0), split...), perm...), m.Sizes...)}, nil
+}
+
 func init() {
+	def("aten::channel_shuffle", channelShuffle, "aten::channel_shuffle.out")
 	def("aten::glu", glu, "aten::glu.out")
 	def("aten::glu_backward", gluBackward, "aten::glu_backward.grad_input")
 	def("aten::_prelu_kernel", preluKernel)
