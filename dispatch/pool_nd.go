@@ -1,0 +1,270 @@
+package dispatch
+
+import "torchtpu/hlo"
+
+// poolND holds an n-d pooling window's attributes and sizes: lead are the
+// leading (batch, channel) sizes of the input, in and out the spatial ones.
+type poolND struct {
+	k, s, p, d, in, out []int64
+	lead                []int64
+	ceil                bool
+}
+
+// spatialArg reads int-list argument i as n values (one value repeats), or
+// def when empty.
+func (c *Ctx) spatialArg(i, n int, name string, def []int64) ([]int64, error) {
+	xs := c.Ints(i, nil)
+	switch {
+	case len(xs) == 0 && def != nil:
+		return def, nil
+	case len(xs) == 1:
+		r := make([]int64, n)
+		for j := range r {
+			r[j] = xs[0]
+		}
+		return r, nil
+	case len(xs) == n:
+		return xs, nil
+	}
+	return nil, Errorf("%s must either be a single int, or a tuple of %d ints", name, n)
+}
+
+// planes returns the number of pooled planes (product of the leading sizes).
+func (q poolND) planes() int64 { return numel(q.lead) }
+
+// shape returns the caller's shape for spatial sizes sp.
+func (q poolND) shape(sp []int64) []int64 { return append(append([]int64{}, q.lead...), sp...) }
+
+// flat returns [planes, sp...].
+func (q poolND) flat(sp []int64) []int64 { return append([]int64{q.planes()}, sp...) }
+
+// poolNDArgs reads an n-d pooling window from arguments kernel, kernel+1
+// (stride), kernel+2 (padding), dil (dilation; none when dil < 0) and ceil.
+func (c *Ctx) poolNDArgs(in TensorMeta, n, kernel, dil, ceil int) (poolND, error) {
+	var q poolND
+	var err error
+	ones := make([]int64, n)
+	zeros := make([]int64, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	if q.k, err = c.spatialArg(kernel, n, "kernel_size", nil); err != nil {
+		return q, err
+	}
+	if q.s, err = c.spatialArg(kernel+1, n, "stride", q.k); err != nil {
+		return q, err
+	}
+	if q.p, err = c.spatialArg(kernel+2, n, "padding", zeros); err != nil {
+		return q, err
+	}
+	q.d = ones
+	if dil >= 0 {
+		if q.d, err = c.spatialArg(dil, n, "dilation", ones); err != nil {
+			return q, err
+		}
+	}
+	q.ceil = c.Bool(ceil, false)
+	r := in.Rank()
+	if r != n+1 && r != n+2 {
+		return q, Errorf("non-empty %dD or %dD (batch mode) tensor expected for input", n+1, n+2)
+	}
+	for _, s := range in.Sizes[r-n-1:] {
+		if s == 0 {
+			return q, Errorf("Expected %dD or %dD (batch mode) tensor with optional 0 dim batch size for input, but got: %s",
+				n+1, n+2, shapeString(in.Sizes))
+		}
+	}
+	if !in.DType.IsFloat() {
+		return q, Errorf("pooling is not implemented for %s on tpu", cppName(in.DType))
+	}
+	q.lead = in.Sizes[:r-n]
+	q.in = in.Sizes[r-n:]
+	q.out = make([]int64, n)
+	for i := 0; i < n; i++ {
+		if q.k[i] <= 0 || q.s[i] <= 0 || q.d[i] <= 0 {
+			return q, Errorf("kernel size, stride and dilation should be greater than zero, but got %s, %s and %s",
+				shapeString(q.k), shapeString(q.s), shapeString(q.d))
+		}
+		if q.p[i] < 0 || q.p[i] > q.k[i]/2 {
+			return q, Errorf("pad should be smaller than or equal to half of kernel size, but got pad = %s, kernel = %s",
+				shapeString(q.p), shapeString(q.k))
+		}
+		q.out[i] = poolOut(q.in[i], q.k[i], q.p[i], q.s[i], q.d[i], q.ceil)
+		if q.out[i] < 1 {
+			return q, Errorf("Given input size: %s. Calculated output size: %s. Output size is too small",
+				shapeString(q.in), shapeString(q.out))
+		}
+	}
+	return q, nil
+}
+
+// window returns the reduce_window over [planes, spatial...]; the high
+// padding grows so that ceil_mode's last partial windows exist.
+func (q poolND) window() hlo.Window {
+	w := hlo.Window{Dims: []int64{1}, Strides: []int64{1}, WindowDilation: []int64{1}, Padding: [][2]int64{{0, 0}}}
+	for i := range q.k {
+		dk := (q.k[i]-1)*q.d[i] + 1
+		extra := max(0, (q.out[i]-1)*q.s[i]+dk-(q.in[i]+2*q.p[i]))
+		w.Dims = append(w.Dims, q.k[i])
+		w.Strides = append(w.Strides, q.s[i])
+		w.WindowDilation = append(w.WindowDilation, q.d[i])
+		w.Padding = append(w.Padding, [2]int64{q.p[i], q.p[i] + extra})
+	}
+	return w
+}
+
+// fit cuts a window result to [planes, out...].
+func (q poolND) fit(b *hlo.Builder, v *hlo.Value) *hlo.Value {
+	sh := q.flat(q.out)
+	return b.Slice(v, make([]int64, len(sh)), sh, onesN(len(sh)))
+}
+
+func onesN(n int) []int64 {
+	r := make([]int64, n)
+	for i := range r {
+		r[i] = 1
+	}
+	return r
+}
+
+// planeIota returns the flat position of every element of a plane of sizes
+// sp, broadcast over planes.
+func planeIota(b *hlo.Builder, planes int64, sp []int64) *hlo.Value {
+	flat := b.Reshape(b.Iota(hlo.T(hlo.S64, numel(sp)), 0), sp...)
+	return b.BroadcastInDim(flat, append([]int64{planes}, sp...), iotaDims(len(sp)+1)[1:])
+}
+
+// maxPool3d is max_pool3d_with_indices: the maximum of each window and its
+// flat position within the input volume.
+func maxPool3d(c *Ctx) ([]*hlo.Value, error) {
+	in := c.Meta(0)
+	q, err := c.poolNDArgs(in, 3, 1, 4, 5)
+	if err != nil {
+		return nil, err
+	}
+	b := c.B
+	x := b.Reshape(c.T(0), q.flat(q.in)...)
+	v, i := b.ReduceWindowArg(x, planeIota(b, q.planes(), q.in), hlo.GT, q.window())
+	return []*hlo.Value{b.Reshape(q.fit(b, v), q.shape(q.out)...), b.Reshape(q.fit(b, i), q.shape(q.out)...)}, nil
+}
+
+// scatterPlanes adds each gradient of g into the flat plane position its
+// index names: the backward of the max poolings.
+func scatterPlanes(b *hlo.Builder, g, idx *hlo.Value, e hlo.Elem, planes, outPlane, inPlane int64) *hlo.Value {
+	gv := b.Reshape(b.Convert(g, e), planes, outPlane)
+	flat := b.Reshape(idx, planes, outPlane, 1)
+	plane := b.Iota(hlo.T(hlo.S64, planes, outPlane, 1), 0)
+	ind := b.Concatenate(2, plane, flat)
+	zero := b.BroadcastTo(b.Scalar(e, 0), []int64{planes, inPlane})
+	return b.Scatter(zero, ind, gv, nil, []int64{0, 1}, []int64{0, 1}, 2,
+		func(rb *hlo.Builder, old, new *hlo.Value) *hlo.Value { return rb.Add(old, new) })
+}
+
+// maxPool3dBackward is max_pool3d_with_indices_backward.
+func maxPool3dBackward(c *Ctx) ([]*hlo.Value, error) {
+	gm, in, im := c.Meta(0), c.Meta(1), c.Meta(7)
+	q, err := c.poolNDArgs(in, 3, 2, 5, 6)
+	if err != nil {
+		return nil, err
+	}
+	if !sameShape(gm.Sizes, q.shape(q.out)) || !sameShape(im.Sizes, gm.Sizes) || im.DType != Int64 {
+		return nil, Errorf("Expected grad_output and int64 indices of size %s, but got %s and %s",
+			shapeString(q.shape(q.out)), gm, im)
+	}
+	r := scatterPlanes(c.B, c.T(0), c.T(7), in.DType.Elem(), q.planes(), numel(q.out), numel(q.in))
+	return []*hlo.Value{c.B.Reshape(r, in.Sizes...)}, nil
+}
+
+// avgDivisor returns what avg_pool3d divides each window's sum by, as a
+// [1, out...] tensor of element type e.
+func (q poolND) avgDivisor(b *hlo.Builder, e hlo.Elem, includePad bool, override int64, hasOverride bool) *hlo.Value {
+	sh := append([]int64{1}, q.out...)
+	if hasOverride {
+		return b.Constant(hlo.T(e, sh...), float64(override))
+	}
+	w := q.window()
+	var ones *hlo.Value
+	if includePad {
+		psh := []int64{1}
+		for i := range q.in {
+			psh = append(psh, q.in[i]+2*q.p[i])
+			w.Padding[i+1] = [2]int64{0, w.Padding[i+1][1] - q.p[i]}
+		}
+		ones = b.Constant(hlo.T(e, psh...), 1)
+	} else {
+		ones = b.Constant(hlo.T(e, append([]int64{1}, q.in...)...), 1)
+	}
+	cnt := b.ReduceWindow(ones, b.Scalar(e, 0), hlo.ReduceSum, w)
+	return b.Slice(cnt, make([]int64, len(sh)), sh, onesN(len(sh)))
+}
+
+// avg3dArgs reads avg_pool3d's arguments after self (or grad_output, self).
+func (c *Ctx) avg3dArgs(in TensorMeta, kernel int) (q poolND, includePad bool, override int64, hasOverride bool, err error) {
+	if q, err = c.poolNDArgs(in, 3, kernel, -1, kernel+3); err != nil {
+		return
+	}
+	includePad = c.Bool(kernel+4, true)
+	hasOverride = c.Has(kernel + 5)
+	override = c.Int(kernel+5, 0)
+	if hasOverride && override == 0 {
+		err = Errorf("divisor must be not zero")
+	}
+	return
+}
+
+// avgPool3d is avg_pool3d: the sum of each window over its divisor.
+func avgPool3d(c *Ctx) ([]*hlo.Value, error) {
+	in := c.Meta(0)
+	q, incl, ov, hasOv, err := c.avg3dArgs(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	b := c.B
+	acc := accumElem(in.DType)
+	x := b.Convert(b.Reshape(c.T(0), q.flat(q.in)...), acc)
+	s := q.fit(b, b.ReduceWindow(x, b.Scalar(acc, 0), hlo.ReduceSum, q.window()))
+	div := b.BroadcastTo(q.avgDivisor(b, acc, incl, ov, hasOv), s.T.Shape)
+	y := b.Convert(b.Div(s, div), in.DType.Elem())
+	return []*hlo.Value{b.Reshape(y, q.shape(q.out)...)}, nil
+}
+
+// avgPool3dBackward spreads each output gradient, over its divisor, across
+// its window.
+func avgPool3dBackward(c *Ctx) ([]*hlo.Value, error) {
+	gm, in := c.Meta(0), c.Meta(1)
+	q, incl, ov, hasOv, err := c.avg3dArgs(in, 2)
+	if err != nil {
+		return nil, err
+	}
+	if !sameShape(gm.Sizes, q.shape(q.out)) {
+		return nil, Errorf("Expected grad_output of size %s, but got %s", shapeString(q.shape(q.out)), shapeString(gm.Sizes))
+	}
+	b := c.B
+	acc := accumElem(in.DType)
+	g := b.Convert(b.Reshape(c.T(0), q.flat(q.out)...), acc)
+	g = b.Div(g, b.BroadcastTo(q.avgDivisor(b, acc, incl, ov, hasOv), g.T.Shape))
+	lo, hi, interior := []int64{0}, []int64{0}, []int64{0}
+	dims := []int64{1}
+	for i := range q.k {
+		lo = append(lo, q.k[i]-1-q.p[i])
+		hi = append(hi, q.in[i]+q.p[i]-(q.out[i]-1)*q.s[i]-1)
+		interior = append(interior, q.s[i]-1)
+		dims = append(dims, q.k[i])
+	}
+	// A negative high padding (ceil_mode windows past the end) crops.
+	hiPos := make([]int64, len(hi))
+	for i, h := range hi {
+		hiPos[i] = max(h, 0)
+	}
+	gp := b.Pad(g, b.Scalar(acc, 0), lo, hiPos, interior)
+	r := b.ReduceWindow(gp, b.Scalar(acc, 0), hlo.ReduceSum, hlo.Window{Dims: dims})
+	r = b.Slice(r, make([]int64, len(dims)), q.flat(q.in), onesN(len(dims)))
+	return []*hlo.Value{b.Reshape(b.Convert(r, in.DType.Elem()), in.Sizes...)}, nil
+}
+
+func init() {
+	def("aten::max_pool3d_with_indices", maxPool3d, "aten::max_pool3d_with_indices.out")
+	def("aten::max_pool3d_with_indices_backward", maxPool3dBackward, "aten::max_pool3d_with_indices_backward.grad_input")
+	def("aten::avg_pool3d", avgPool3d, "aten::avg_pool3d.out")
+	def("aten::avg_pool3d_backward", avgPool3dBackward, "aten::avg_pool3d_backward.grad_input")
+}
