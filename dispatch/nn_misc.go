@@ -79,43 +79,6 @@ func gluBackward(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{b.Convert(b.Concatenate(int(dim), ga, gh), m.DType.Elem())}, nil
 }
 
-// preluKernel is _prelu_kernel(self, weight): x where positive, weight * x
-// elsewhere, with weight broadcast against self.
-func preluKernel(c *Ctx) ([]*hlo.Value, error) {
-	d := c.resultType(0, 1)
-	if !d.IsFloat() {
-		return nil, notImplemented("prelu_cpu", d)
-	}
-	vs, _, err := c.broadcastArgs(d, 0, 1)
-	if err != nil {
-		return nil, err
-	}
-	b := c.B
-	x, w := vs[0], vs[1]
-	pos := b.Compare(hlo.GT, x, splat(b, x, 0))
-	return []*hlo.Value{b.Select(pos, x, b.Mul(w, x))}, nil
-}
-
-// preluKernelBackward is _prelu_kernel_backward(grad, self, weight): the
-// gradients of self and weight in the broadcast shape (autograd sums the
-// weight's down to its shape).
-func preluKernelBackward(c *Ctx) ([]*hlo.Value, error) {
-	d := c.resultType(0, 1, 2)
-	if !d.IsFloat() {
-		return nil, notImplemented("prelu_backward_cpu", d)
-	}
-	vs, _, err := c.broadcastArgs(d, 0, 1, 2)
-	if err != nil {
-		return nil, err
-	}
-	b := c.B
-	g, x, w := vs[0], vs[1], vs[2]
-	pos := b.Compare(hlo.GT, x, splat(b, x, 0))
-	gx := b.Select(pos, g, b.Mul(w, g))
-	gw := b.Select(pos, splat(b, x, 0), b.Mul(x, g))
-	return []*hlo.Value{gx, gw}, nil
-}
-
 // maxUnpool places each input value at the flat position its index names
 // within an output plane of the given spatial size; the rest are zero.
 func maxUnpool(spatial int) Fn {
@@ -187,8 +150,6 @@ func init() {
 	def("aten::channel_shuffle", channelShuffle, "aten::channel_shuffle.out")
 	def("aten::glu", glu, "aten::glu.out")
 	def("aten::glu_backward", gluBackward, "aten::glu_backward.grad_input")
-	def("aten::_prelu_kernel", preluKernel)
-	def("aten::_prelu_kernel_backward", preluKernelBackward)
 	def("aten::max_unpool2d", maxUnpool(2), "aten::max_unpool2d.out")
 	def("aten::max_unpool3d", maxUnpool(3), "aten::max_unpool3d.out")
 }

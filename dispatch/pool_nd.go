@@ -131,7 +131,7 @@ func onesN(n int) []int64 {
 // sp, broadcast over planes.
 func planeIota(b *hlo.Builder, planes int64, sp []int64) *hlo.Value {
 	flat := b.Reshape(b.Iota(hlo.T(hlo.S64, numel(sp)), 0), sp...)
-	return b.BroadcastInDim(flat, append([]int64{planes}, sp...), iotaDims(len(sp)+1)[1:])
+	return b.BroadcastInDim(flat, append([]int64{planes}, sp...), iotaDims(len(sp) + 1)[1:])
 }
 
 // maxPool3d is max_pool3d_with_indices: the maximum of each window and its

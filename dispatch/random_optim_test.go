@@ -41,13 +41,21 @@ func TestForeachAndOptimRules(t *testing.T) {
 		{"aten::_foreach_addcdiv.Tensor", func(h *harness) []Arg {
 			return []Arg{h.list(h.tensor(Float32, 2), h.tensor(Float32, 4)), h.list(h.tensor(Float32, 2), h.tensor(Float32, 4)), h.list(h.tensor(Float32, 2), h.tensor(Float32, 4)), h.tensor(Float32, 2)}
 		}, "2xf32, 4xf32"},
-		{"aten::_foreach_lerp.Scalar", func(h *harness) []Arg { return []Arg{h.list(h.tensor(Float32, 2)), h.list(h.tensor(Float32, 2)), floatArg(0.1)} }, "2xf32"},
-		{"aten::_foreach_norm.Scalar", func(h *harness) []Arg { return []Arg{h.list(h.tensor(Float32, 2, 3), h.tensor(BFloat16, 4)), floatArg(2), none} }, "f32, bf16"},
+		{"aten::_foreach_lerp.Scalar", func(h *harness) []Arg {
+			return []Arg{h.list(h.tensor(Float32, 2)), h.list(h.tensor(Float32, 2)), floatArg(0.1)}
+		}, "2xf32"},
+		{"aten::_foreach_norm.Scalar", func(h *harness) []Arg {
+			return []Arg{h.list(h.tensor(Float32, 2, 3), h.tensor(BFloat16, 4)), floatArg(2), none}
+		}, "f32, bf16"},
 		{"aten::_foreach_sqrt", func(h *harness) []Arg { return []Arg{h.list(h.tensor(Float32, 2))} }, "2xf32"},
 		{"aten::_foreach_zero", func(h *harness) []Arg { return []Arg{h.list(h.tensor(Int32, 2))} }, "2xi32"},
-		{"aten::addcdiv", func(h *harness) []Arg { return []Arg{h.tensor(Int64, 2), h.tensor(Int64, 2), h.tensor(Int64, 2), floatArg(1)} }, "error: Integer division with addcdiv"},
+		{"aten::addcdiv", func(h *harness) []Arg {
+			return []Arg{h.tensor(Int64, 2), h.tensor(Int64, 2), h.tensor(Int64, 2), floatArg(1)}
+		}, "error: Integer division with addcdiv"},
 		{"aten::lerp.Scalar", func(h *harness) []Arg { return []Arg{h.tensor(Float32, 2), h.tensor(Float64, 2), floatArg(0.5)} }, "error: expected dtype float32 for `end`"},
-		{"aten::linalg_vector_norm", func(h *harness) []Arg { return []Arg{h.tensor(Float32, 2, 3), floatArg(3), intsArg(1), boolArg(true), none} }, "2x1xf32"},
+		{"aten::linalg_vector_norm", func(h *harness) []Arg {
+			return []Arg{h.tensor(Float32, 2, 3), floatArg(3), intsArg(1), boolArg(true), none}
+		}, "2x1xf32"},
 		{"aten::linalg_vector_norm", func(h *harness) []Arg { return []Arg{h.tensor(Int64, 2), floatArg(2), none, boolArg(false), none} }, "error: Expected a floating point"},
 	})
 	h := newHarness(t)

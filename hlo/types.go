@@ -31,7 +31,9 @@ const (
 func (e Elem) IsFloat() bool { return e == F16 || e == BF16 || e == F32 || e == F64 }
 
 // IsInt reports whether e is a signed or unsigned integer type (not bool).
-func (e Elem) IsInt() bool { return e == S8 || e == S16 || e == S32 || e == S64 || e == U8 || e == U32 || e == U64 }
+func (e Elem) IsInt() bool {
+	return e == S8 || e == S16 || e == S32 || e == S64 || e == U8 || e == U32 || e == U64
+}
 
 // IsUnsigned reports whether e is an unsigned integer type.
 func (e Elem) IsUnsigned() bool { return e == U8 || e == U32 || e == U64 }
