@@ -127,3 +127,59 @@ func init() {
 	def("aten::bucketize.Tensor", bucketize, "aten::bucketize.Tensor_out")
 	def("aten::bucketize.Scalar", bucketize, "aten::bucketize.Scalar_out")
 }
+
+// bincount is bincount(self, weights, minlength): how often each value of
+// the 1-D non-negative integer tensor self occurs (or the sum of its
+// weights). The output length depends on the data, so self is read to the
+// host first.
+func bincount(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	if m.Rank() != 1 || !m.DType.IsIntegral(false) {
+		return nil, Errorf("bincount only supports 1-d non-negative integral inputs.")
+	}
+	minlength := c.Int(2, 0)
+	if minlength < 0 {
+		return nil, Errorf("minlength should be >= 0")
+	}
+	hasW := c.Has(1)
+	if hasW && !equalShapes(c.Meta(1).Sizes, m.Sizes) {
+		return nil, Errorf("weights should be 1-d and have the same length as input")
+	}
+	vals, err := c.R.Int64s(c.Args[0].Handles[0])
+	if err != nil {
+		return nil, err
+	}
+	n := minlength
+	for _, v := range vals {
+		if v < 0 {
+			return nil, Errorf("bincount only supports 1-d non-negative integral inputs.")
+		}
+		n = max(n, v+1)
+	}
+	b := c.B
+	out := Int64
+	if hasW {
+		out = Float64
+		if c.Meta(1).DType == Float32 {
+			out = Float32
+		}
+	}
+	k := m.Sizes[0]
+	if k == 0 || n == 0 {
+		return []*hlo.Value{full(b, out, []int64{n}, 0)}, nil
+	}
+	x := b.Convert(c.T(0), hlo.S64)
+	hit := b.Compare(hlo.EQ, b.BroadcastInDim(x, []int64{k, n}, []int64{0}), b.Iota(hlo.T(hlo.S64, k, n), 1))
+	var w *hlo.Value
+	if hasW {
+		w = b.BroadcastInDim(b.Convert(c.T(1), out.Elem()), []int64{k, n}, []int64{0})
+	} else {
+		w = full(b, out, []int64{k, n}, 1)
+	}
+	terms := b.Select(hit, w, full(b, out, []int64{k, n}, 0))
+	return []*hlo.Value{b.Reduce(terms, b.Scalar(out.Elem(), 0), hlo.ReduceSum, 0)}, nil
+}
+
+func init() {
+	def("aten::bincount", bincount).DataDependent = true
+}
