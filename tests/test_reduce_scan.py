@@ -113,3 +113,15 @@ def test_search_and_unique(mode):
     check(lambda t: torch.unique_consecutive(t, dim=0), torch.tensor([[1, 2], [1, 2], [3, 4]]))
     check(lambda t: torch.bincount(t), torch.tensor([0, 3, 3, 1, 5]))
     check(lambda t, w: torch.bincount(t, w, minlength=8), torch.tensor([0, 3, 3, 1]), randn(4))
+
+
+def test_equal(mode):
+    x = randn(3, 4)
+    assert torch.equal(x.to("tpu"), x.clone().to("tpu"))
+    y = x.clone()
+    y[1, 2] += 1
+    assert not torch.equal(x.to("tpu"), y.to("tpu"))
+    assert not torch.equal(x.to("tpu"), x[:2].to("tpu"))
+    n = torch.tensor([float("nan")])
+    assert not torch.equal(n.to("tpu"), n.to("tpu"))
+    assert torch.equal(torch.empty(0, 2, device="tpu"), torch.empty(0, 2, device="tpu"))
