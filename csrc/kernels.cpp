@@ -180,6 +180,22 @@ c10::Scalar local_scalar_dense(const at::Tensor& self) {
   return to_host(self).item();
 }
 
+// equal returns a bool, which the Go op table cannot: it compares on the device with eq and all and
+// reads the one result back, a sync point as on CUDA.
+bool equal(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
+              self.device(), " and ", other.device());
+  TORCH_CHECK(self.dtype() == other.dtype(), "Expected self and other to have same dtype, but got ", self.dtype(),
+              " and ", other.dtype());
+  if (!self.is_same_size(other)) {
+    return false;
+  }
+  if (self.numel() == 0) {
+    return true;
+  }
+  return at::eq(self, other).all().item<bool>();
+}
+
 bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
   auto plain = [](const at::Tensor& t) {
     return t.layout() == c10::Layout::Strided && !t.is_quantized() &&
@@ -232,6 +248,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("equal", TORCH_FN(equal));
   m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
 }
 

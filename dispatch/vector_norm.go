@@ -31,30 +31,34 @@ func vectorNorm(c *Ctx) ([]*hlo.Value, error) {
 			}
 		}
 	}
-	b := c.B
 	acc := accumElem(d)
-	x := b.Abs(b.Convert(c.T(0), acc))
-	var r *hlo.Value
+	r := pNorm(c, c.B.Convert(c.T(0), acc), ord, dims)
+	b := c.B
+	r = finish(b, r, m.Sizes, dims, c.Bool(3, false))
+	return []*hlo.Value{b.Convert(r, d.Elem())}, nil
+}
+
+// pNorm is the ord-norm of float x over dims, in x's element type.
+func pNorm(c *Ctx, x *hlo.Value, ord float64, dims []int64) *hlo.Value {
+	b := c.B
+	acc := x.T.Elem
+	x = b.Abs(x)
 	sum := func(v *hlo.Value) *hlo.Value { return b.Reduce(v, b.Scalar(acc, 0), hlo.ReduceSum, dims...) }
 	switch {
 	case ord == 2:
-		r = b.Sqrt(sum(b.Mul(x, x)))
+		return b.Sqrt(sum(b.Mul(x, x)))
 	case ord == 1:
-		r = sum(x)
+		return sum(x)
 	case math.IsInf(ord, 1):
-		r = b.Reduce(x, b.Scalar(acc, 0), hlo.ReduceMax, dims...)
+		return b.Reduce(x, b.Scalar(acc, 0), hlo.ReduceMax, dims...)
 	case math.IsInf(ord, -1):
-		r = b.Reduce(x, b.Scalar(acc, math.Inf(1)), hlo.ReduceMin, dims...)
+		return b.Reduce(x, b.Scalar(acc, math.Inf(1)), hlo.ReduceMin, dims...)
 	case ord == 0:
-		nz := b.Convert(b.Compare(hlo.NE, x, b.BroadcastTo(b.Scalar(acc, 0), x.T.Shape)), acc)
-		r = sum(nz)
-	default:
-		p := c.R.Scalar(ord, acc)
-		s := sum(b.Pow(x, b.BroadcastTo(p, x.T.Shape)))
-		r = b.Pow(s, b.BroadcastTo(b.Div(b.Scalar(acc, 1), p), s.T.Shape))
+		return sum(b.Convert(b.Compare(hlo.NE, x, b.BroadcastTo(b.Scalar(acc, 0), x.T.Shape)), acc))
 	}
-	r = finish(b, r, m.Sizes, dims, c.Bool(3, false))
-	return []*hlo.Value{b.Convert(r, d.Elem())}, nil
+	p := c.R.Scalar(ord, acc)
+	s := sum(b.Pow(x, b.BroadcastTo(p, x.T.Shape)))
+	return b.Pow(s, b.BroadcastTo(b.Div(b.Scalar(acc, 1), p), s.T.Shape))
 }
 
 func init() {

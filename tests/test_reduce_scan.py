@@ -1,0 +1,127 @@
+"""Scans, sorts and statistics against CPU torch in the three modes, with no op falling back."""
+import pytest
+import torch
+
+from conftest import check, no_fallbacks
+
+g = torch.Generator().manual_seed(0)
+
+
+def randn(*shape, dtype=torch.float32):
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+def randint(lo, hi, *shape):
+    return torch.randint(lo, hi, shape, generator=g)
+
+
+@pytest.fixture(autouse=True)
+def fresh_metrics():
+    torch.tpu.reset_metrics()
+    yield
+    assert no_fallbacks() == {}, "ops fell back to CPU"
+
+
+def grad_check(fn, x, atol=1e-5):
+    """Checks fn(x) and d(sum(fn(x) * w))/dx on tpu against CPU."""
+    w = torch.randn(fn(x).shape, generator=g)
+    outs = []
+    for dev in ("cpu", "tpu"):
+        xi = x.clone().to(dev).requires_grad_(True)
+        y = fn(xi)
+        (y * w.to(dev)).sum().backward()
+        outs.append((y.detach().cpu(), xi.grad.cpu()))
+    torch.testing.assert_close(outs[1], outs[0], atol=atol, rtol=1e-4)
+
+
+def test_scans(mode):
+    x = randn(4, 6)
+    check(lambda t: torch.cumsum(t, 1), x)
+    check(lambda t: torch.cumsum(t, 0, dtype=torch.float64), x)
+    check(lambda t: torch.cumsum(t, -1), randint(-5, 5, 3, 7))
+    check(lambda t: torch.cumsum(t, 0), randint(0, 2, 5).bool())
+    check(lambda t: torch.cumprod(t, 1), x)
+    check(lambda t: torch.logcumsumexp(t, 1), x)
+    check(lambda t: torch.logcumsumexp(t, 0), torch.tensor([float("-inf"), 1.0, float("-inf"), 3.0]))
+    y = torch.tensor([[1.0, 3.0, 3.0, float("nan"), 2.0, 5.0], [2.0, 2.0, 1.0, 1.0, 0.0, 4.0]])
+    check(lambda t: torch.cummax(t, 1), y)
+    check(lambda t: torch.cummin(t, 1), y)
+    check(lambda t: torch.cummax(t, 0), randint(-3, 3, 5, 2))
+    check(lambda t: torch.cumsum(t, 0), torch.tensor(2.5))
+
+
+def test_scan_grads(mode):
+    x = randn(3, 5)
+    grad_check(lambda t: torch.cumsum(t, 1), x)
+    grad_check(lambda t: torch.cumprod(t, 1), x)
+    grad_check(lambda t: torch.logcumsumexp(t, 1), x)
+    grad_check(lambda t: torch.cummax(t, 1).values, x)
+
+
+def test_sorts(mode):
+    x = torch.tensor([[3.0, float("nan"), 1.0, 2.0, 1.0], [0.0, -1.0, float("inf"), 5.0, -2.0]])
+    check(lambda t: torch.sort(t), x)
+    check(lambda t: torch.sort(t, descending=True), x)
+    check(lambda t: torch.sort(t, dim=0, stable=True), x)
+    check(lambda t: torch.argsort(t, dim=1, stable=True), randint(0, 3, 4, 8))
+    check(lambda t: torch.msort(t), randn(5, 3))
+    check(lambda t: torch.topk(t, 3), randn(4, 9))
+    check(lambda t: torch.topk(t, 2, dim=0, largest=False), randn(4, 9))
+    check(lambda t: torch.kthvalue(t, 2, 1, keepdim=True), randn(3, 7))
+    check(lambda t: torch.median(t), randn(5, 5))
+    check(lambda t: torch.median(t, 1), randn(4, 6))
+    check(lambda t: torch.median(t, 1), x)
+    check(lambda t: torch.nanmedian(t, 1), x)
+    check(lambda t: torch.nanmedian(t), x)
+    check(lambda t: torch.mode(t, 1), torch.tensor([[1, 2, 2, 3, 3, 0], [5, 5, 5, 1, 1, 1]]))
+    grad_check(lambda t: torch.sort(t, 1).values, randn(3, 6))
+    grad_check(lambda t: torch.topk(t, 2).values, randn(3, 6))
+    grad_check(lambda t: torch.median(t, 0).values, randn(5, 4))
+
+
+def test_statistics(mode):
+    x = randn(4, 5)
+    xn = x.clone()
+    xn[1, 2] = float("nan")
+    check(lambda t: torch.nansum(t, 1), xn)
+    check(lambda t: torch.nanmean(t), xn)
+    check(lambda t: torch.var_mean(t, 1, correction=0), x)
+    check(lambda t: torch.std_mean(t, keepdim=True, dim=0), x)
+    check(lambda t: torch.aminmax(t), x)
+    check(lambda t: torch.aminmax(t, dim=1, keepdim=True), x)
+    check(lambda t: torch.count_nonzero(t, (0, 1)), randint(0, 2, 3, 4))
+    check(lambda t: torch.norm(t, 3, dim=1), x)
+    check(lambda t: torch.dist(t, t.flip(0), 1.5), x)
+    check(lambda t: torch.renorm(t, 2, 0, 1.0), x)
+    check(lambda t: torch.histc(t, 7), x)
+    check(lambda t: torch.histc(t, 4, -1.0, 1.0), x)
+    grad_check(lambda t: torch.var_mean(t, 1)[0], x)
+    grad_check(lambda t: torch.renorm(t, 2, 0, 1.0), x)
+
+
+def test_search_and_unique(mode):
+    seq = torch.tensor([1.0, 2.0, 2.0, 4.0, 7.0])
+    vals = torch.tensor([[0.5, 2.0, 7.0], [4.0, 9.0, float("nan")]])
+    check(lambda s, v: torch.searchsorted(s, v), seq, vals)
+    check(lambda s, v: torch.searchsorted(s, v, right=True, out_int32=True), seq, vals)
+    seq2 = torch.sort(randn(2, 6)).values
+    check(lambda s, v: torch.searchsorted(s, v, side="right"), seq2, randn(2, 3))
+    perm = torch.tensor([4, 0, 3, 1, 2])
+    check(lambda s, v, p: torch.searchsorted(s, v, sorter=p), seq[torch.argsort(perm)], vals, torch.argsort(seq[torch.argsort(perm)]))
+    check(lambda v, s: torch.bucketize(v, s), vals, seq)
+    check(lambda t: torch.unique_consecutive(t, return_inverse=True, return_counts=True), torch.tensor([1, 1, 2, 2, 3, 1, 1]))
+    check(lambda t: torch.unique_consecutive(t, dim=0), torch.tensor([[1, 2], [1, 2], [3, 4]]))
+    check(lambda t: torch.bincount(t), torch.tensor([0, 3, 3, 1, 5]))
+    check(lambda t, w: torch.bincount(t, w, minlength=8), torch.tensor([0, 3, 3, 1]), randn(4))
+
+
+def test_equal(mode):
+    x = randn(3, 4)
+    assert torch.equal(x.to("tpu"), x.clone().to("tpu"))
+    y = x.clone()
+    y[1, 2] += 1
+    assert not torch.equal(x.to("tpu"), y.to("tpu"))
+    assert not torch.equal(x.to("tpu"), x[:2].to("tpu"))
+    n = torch.tensor([float("nan")])
+    assert not torch.equal(n.to("tpu"), n.to("tpu"))
+    assert torch.equal(torch.empty(0, 2, device="tpu"), torch.empty(0, 2, device="tpu"))
