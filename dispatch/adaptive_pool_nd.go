@@ -1,6 +1,10 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+
+	"torchtpu/hlo"
+)
 
 // adaptiveND checks an n-d adaptive pooling input and output size and
 // returns the leading sizes and the spatial input sizes.
@@ -168,7 +172,7 @@ func adaptiveMaxPoolBackward(n int) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		gm, in, im := c.Meta(0), c.Meta(1), c.Meta(2)
 		r := in.Rank()
-		if r < n+1 || gm.Rank() != r || !sameShape(gm.Sizes, im.Sizes) || im.DType != Int64 {
+		if r < n+1 || gm.Rank() != r || !slices.Equal(gm.Sizes, im.Sizes) || im.DType != Int64 {
 			return nil, Errorf("adaptive_max_pool%dd_backward(): grad_output %s and indices %s do not match input %s", n, gm, im, in)
 		}
 		planes := numel(in.Sizes[:r-n])

@@ -1,6 +1,10 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+
+	"torchtpu/hlo"
+)
 
 // bnArgs says where one batch norm overload keeps its arguments; a negative
 // index means the overload does not have that argument.
@@ -144,7 +148,7 @@ func batchNormBackward(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !shapesEqual(c.Meta(0).Sizes, m.Sizes) {
+	if !slices.Equal(c.Meta(0).Sizes, m.Sizes) {
 		return nil, Errorf("Expected grad_out to have the input's shape %s, but got %s", shapeString(m.Sizes), shapeString(c.Meta(0).Sizes))
 	}
 	train := c.Bool(7, true)

@@ -1,6 +1,10 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+
+	"torchtpu/hlo"
+)
 
 // convParams are a convolution's window attributes, expanded to one entry
 // per spatial dimension.
@@ -284,24 +288,12 @@ func convolutionBackward(first, maskArg int) Fn {
 		}
 		for i, want := range [][]int64{in.Sizes, w.Sizes} {
 			got := []*hlo.Value{gx, gw}[i]
-			if !sameShape(got.T.Shape, want) {
+			if !slices.Equal(got.T.Shape, want) {
 				return nil, Errorf("gradient of shape %s does not match %s", shapeString(got.T.Shape), shapeString(want))
 			}
 		}
 		return []*hlo.Value{gx, gw, gb}, nil
 	}
-}
-
-func sameShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func init() {

@@ -1,6 +1,10 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+
+	"torchtpu/hlo"
+)
 
 // Reduction modes of the loss ops (at::Reduction).
 const (
@@ -170,7 +174,7 @@ func nllLossBackward(spatial bool) Fn {
 		acc := accumElem(m.DType)
 		g := b.Convert(c.T(0), acc)
 		if red == reduceNone {
-			if !shapesEqual(c.Meta(0).Sizes, wt.T.Shape) {
+			if !slices.Equal(c.Meta(0).Sizes, wt.T.Shape) {
 				return nil, Errorf("Expected a tensor of dimension %d and tensor.size[0] == %d but got: dimension %d and tensor.size[0] == %d",
 					wt.T.Rank(), firstDim(wt.T.Shape), c.Meta(0).Rank(), firstDim(c.Meta(0).Sizes))
 			}

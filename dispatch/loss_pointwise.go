@@ -1,6 +1,10 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+
+	"torchtpu/hlo"
+)
 
 // pointLoss describes an elementwise loss of (self, target): its forward
 // per element and its derivative with respect to self. p is the loss's
@@ -39,7 +43,7 @@ func (l pointLoss) forward(c *Ctx) ([]*hlo.Value, error) {
 	if !d.IsFloat() {
 		return nil, notImplemented(l.name, d)
 	}
-	if l.weighted && !sameShape(c.Meta(0).Sizes, c.Meta(1).Sizes) {
+	if l.weighted && !slices.Equal(c.Meta(0).Sizes, c.Meta(1).Sizes) {
 		return nil, Errorf("Using a target size (%s) that is different to the input size (%s) is deprecated. Please ensure they have the same size.",
 			shapeString(c.Meta(1).Sizes), shapeString(c.Meta(0).Sizes))
 	}

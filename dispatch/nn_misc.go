@@ -1,6 +1,10 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+
+	"torchtpu/hlo"
+)
 
 // gluHalves checks glu's dim and returns the two halves of x along it.
 func gluHalves(c *Ctx, m TensorMeta, x *hlo.Value, dimArg int) (a, g *hlo.Value, dim int64, err error) {
@@ -69,7 +73,7 @@ func gluBackward(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if want := a.T.Shape; !sameShape(c.Meta(0).Sizes, want) {
+	if want := a.T.Shape; !slices.Equal(c.Meta(0).Sizes, want) {
 		return nil, Errorf("glu_backward: grad_output of size %s does not match %s", shapeString(c.Meta(0).Sizes), shapeString(want))
 	}
 	g := b.Convert(c.T(0), acc)
@@ -96,7 +100,7 @@ func maxUnpool(spatial int) Fn {
 		if im.DType != Int64 {
 			return nil, Errorf("elements in indices should be type int64 but got: %s", scalarTypeName(im.DType))
 		}
-		if !sameShape(in.Sizes, im.Sizes) {
+		if !slices.Equal(in.Sizes, im.Sizes) {
 			return nil, Errorf("Expected shape of indices to be same as that of the input tensor (%s) but got indices tensor with shape: %s",
 				shapeString(in.Sizes), shapeString(im.Sizes))
 		}

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"slices"
 	"strings"
 
 	"torchtpu/hlo"
@@ -74,7 +75,7 @@ func layerNormAxis(m TensorMeta, ns []int64) (int, error) {
 		return 0, Errorf("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = []")
 	}
 	axis := m.Rank() - len(ns)
-	if axis < 0 || !shapesEqual(m.Sizes[axis:], ns) {
+	if axis < 0 || !slices.Equal(m.Sizes[axis:], ns) {
 		return 0, Errorf("Given normalized_shape=%s, expected input with shape [*, %s], but got input of size%s",
 			shapeString(ns), strings.Trim(shapeString(ns), "[]"), shapeString(m.Sizes))
 	}
@@ -83,7 +84,7 @@ func layerNormAxis(m TensorMeta, ns []int64) (int, error) {
 
 // checkParam checks that the optional parameter i has shape ns.
 func (c *Ctx) checkParam(i int, what string, ns []int64) error {
-	if c.IsTensor(i) && !shapesEqual(c.Meta(i).Sizes, ns) {
+	if c.IsTensor(i) && !slices.Equal(c.Meta(i).Sizes, ns) {
 		return Errorf("Expected %s to be of same shape as normalized_shape, but got %s of shape %s and normalized_shape = %s",
 			what, what, shapeString(c.Meta(i).Sizes), shapeString(ns))
 	}
@@ -164,7 +165,7 @@ func layerNormBackward(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !shapesEqual(gm.Sizes, m.Sizes) {
+	if !slices.Equal(gm.Sizes, m.Sizes) {
 		return nil, Errorf("Expected grad_out to have the input's shape %s, but got %s", shapeString(m.Sizes), shapeString(gm.Sizes))
 	}
 	mask := c.mask(7, 3)
@@ -254,7 +255,7 @@ func groupNorm(c *Ctx) ([]*hlo.Value, error) {
 // rstd, weight, N, C, HxW, group, output_mask).
 func groupNormBackward(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(1)
-	if !shapesEqual(c.Meta(0).Sizes, m.Sizes) {
+	if !slices.Equal(c.Meta(0).Sizes, m.Sizes) {
 		return nil, Errorf("Expected grad_out to have the input's shape %s, but got %s", shapeString(m.Sizes), shapeString(c.Meta(0).Sizes))
 	}
 	n, ch, hw, g, err := groupShape(c, m, 5)

@@ -1,6 +1,10 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+
+	"torchtpu/hlo"
+)
 
 // fusedAdam builds _fused_adam_ and _fused_adamw_ (and their tensor_lr
 // overloads): one Adam step over the lists params (0), grads (1), exp_avgs
@@ -32,7 +36,7 @@ func fusedAdam(adamw bool) Fn {
 				return nil, Errorf("_fused_adam_ expects floating point params, got %s", m.DType)
 			}
 			for _, k := range []int{1, 2, 3} {
-				if !equalShapes(c.Args[k].Tensors[i].Sizes, m.Sizes) {
+				if !slices.Equal(c.Args[k].Tensors[i].Sizes, m.Sizes) {
 					return nil, Errorf("all tensors of the lists must have the shape of the params: %v vs %v", c.Args[k].Tensors[i].Sizes, m.Sizes)
 				}
 			}
@@ -111,7 +115,7 @@ func fusedSGD(c *Ctx) ([]*hlo.Value, error) {
 	nesterov, maximize, first := c.Bool(7, false), c.Bool(8, false), c.Bool(9, false)
 	for i := 0; i < n; i++ {
 		m := c.Args[0].Tensors[i]
-		if !equalShapes(c.Args[1].Tensors[i].Sizes, m.Sizes) {
+		if !slices.Equal(c.Args[1].Tensors[i].Sizes, m.Sizes) {
 			return nil, Errorf("all tensors of the lists must have the shape of the params: %v vs %v", c.Args[1].Tensors[i].Sizes, m.Sizes)
 		}
 		bc := func(v *hlo.Value) *hlo.Value { return b.BroadcastTo(v, m.Sizes) }

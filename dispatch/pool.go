@@ -1,6 +1,10 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+
+	"torchtpu/hlo"
+)
 
 // pool2d holds a 2-d pooling window's attributes and sizes, per (H, W).
 type pool2d struct {
@@ -165,7 +169,7 @@ func maxPool2dBackward(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !sameShape(gm.Sizes, q.shape(q.out)) || !sameShape(im.Sizes, gm.Sizes) {
+	if !slices.Equal(gm.Sizes, q.shape(q.out)) || !slices.Equal(im.Sizes, gm.Sizes) {
 		return nil, Errorf("Expected grad_output and indices of size %s, but got %s and %s",
 			shapeString(q.shape(q.out)), shapeString(gm.Sizes), shapeString(im.Sizes))
 	}
@@ -243,7 +247,7 @@ func avgPool2dBackward(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !sameShape(gm.Sizes, q.shape(q.out)) {
+	if !slices.Equal(gm.Sizes, q.shape(q.out)) {
 		return nil, Errorf("Expected grad_output of size %s, but got %s", shapeString(q.shape(q.out)), shapeString(gm.Sizes))
 	}
 	b := c.B

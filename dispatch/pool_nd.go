@@ -1,6 +1,10 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+
+	"torchtpu/hlo"
+)
 
 // poolND holds an n-d pooling window's attributes and sizes: lead are the
 // leading (batch, channel) sizes of the input, in and out the spatial ones.
@@ -167,7 +171,7 @@ func maxPool3dBackward(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !sameShape(gm.Sizes, q.shape(q.out)) || !sameShape(im.Sizes, gm.Sizes) || im.DType != Int64 {
+	if !slices.Equal(gm.Sizes, q.shape(q.out)) || !slices.Equal(im.Sizes, gm.Sizes) || im.DType != Int64 {
 		return nil, Errorf("Expected grad_output and int64 indices of size %s, but got %s and %s",
 			shapeString(q.shape(q.out)), gm, im)
 	}
@@ -236,7 +240,7 @@ func avgPool3dBackward(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !sameShape(gm.Sizes, q.shape(q.out)) {
+	if !slices.Equal(gm.Sizes, q.shape(q.out)) {
 		return nil, Errorf("Expected grad_output of size %s, but got %s", shapeString(q.shape(q.out)), shapeString(gm.Sizes))
 	}
 	b := c.B

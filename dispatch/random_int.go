@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"math"
+	"slices"
 
 	"torchtpu/hlo"
 )
@@ -119,7 +120,7 @@ func nativeDropout(c *Ctx) ([]*hlo.Value, error) {
 // nativeDropoutBackward is native_dropout_backward(grad_output, mask, scale).
 func nativeDropoutBackward(c *Ctx) ([]*hlo.Value, error) {
 	g, mk := c.Meta(0), c.Meta(1)
-	if !equalShapes(g.Sizes, mk.Sizes) {
+	if !slices.Equal(g.Sizes, mk.Sizes) {
 		return nil, Errorf("mask should be the same shape as grad_output: %v vs %v", mk.Sizes, g.Sizes)
 	}
 	if mk.DType != Bool && mk.DType != g.DType {
@@ -150,16 +151,4 @@ func init() {
 	alias("aten::randperm.generator_out", &Rule{Name: "aten::randperm.generator_out", Fn: randpermOut}, OutVariant)
 	def("aten::native_dropout", nativeDropout, "")
 	def("aten::native_dropout_backward", nativeDropoutBackward)
-}
-
-func equalShapes(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

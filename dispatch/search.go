@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"slices"
 	"torchtpu/hlo"
 )
 
@@ -75,7 +76,7 @@ func searchsorted(c *Ctx) ([]*hlo.Value, error) {
 	seq := c.T(0)
 	if c.Has(5) && sm.Numel() > 0 {
 		so := c.Meta(5)
-		if so.DType != Int64 || !equalShapes(so.Sizes, sm.Sizes) {
+		if so.DType != Int64 || !slices.Equal(so.Sizes, sm.Sizes) {
 			return nil, Errorf("torch.searchsorted(): sorter and boundaries must have the same size and be of dtype int64")
 		}
 		r := int64(sm.Rank())
@@ -142,7 +143,7 @@ func bincount(c *Ctx) ([]*hlo.Value, error) {
 		return nil, Errorf("minlength should be >= 0")
 	}
 	hasW := c.Has(1)
-	if hasW && !equalShapes(c.Meta(1).Sizes, m.Sizes) {
+	if hasW && !slices.Equal(c.Meta(1).Sizes, m.Sizes) {
 		return nil, Errorf("weights should be 1-d and have the same length as input")
 	}
 	vals, err := c.R.Int64s(c.Args[0].Handles[0])

@@ -1,6 +1,10 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+
+	"torchtpu/hlo"
+)
 
 // softmaxDim wraps the dim argument of a softmax over a tensor of meta m; it
 // returns -1 for a zero-dimensional tensor (nothing to reduce).
@@ -79,7 +83,7 @@ func softmaxBackward(log bool) Fn {
 		if err != nil {
 			return nil, err
 		}
-		if !shapesEqual(g.Sizes, o.Sizes) {
+		if !slices.Equal(g.Sizes, o.Sizes) {
 			return nil, Errorf("Expected tensor for argument #1 'grad' to have same size as tensor for argument #2 'output'; but %s does not equal %s (while checking arguments for softmax_backward)",
 				shapeString(g.Sizes), shapeString(o.Sizes))
 		}
@@ -113,18 +117,6 @@ func softmaxBackward(log bool) Fn {
 		}
 		return []*hlo.Value{b.Convert(r, in.Elem())}, nil
 	}
-}
-
-func shapesEqual(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func init() {

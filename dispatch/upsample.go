@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"slices"
 
 	"torchtpu/hlo"
 )
@@ -226,7 +227,7 @@ func (s upsampleSpec) backward(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	want := append([]int64{inSize[0], inSize[1]}, outSize...)
-	if !sameShape(gm.Sizes, want) {
+	if !slices.Equal(gm.Sizes, want) {
 		return nil, Errorf("Expected grad_output to have the same shape as output; output.size(%d) = %d but got grad_output.size(%d) = %d",
 			0, want[0], 0, gm.Sizes[0])
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"torchtpu/dispatch"
 	"torchtpu/hlo"
@@ -86,7 +87,7 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	}
 	// Materialize the view as an extra output of the pending graph.
 	v := e.Read(t)
-	if !sameInts(v.T.Shape, t.Sizes) {
+	if !slices.Equal(v.T.Shape, t.Sizes) {
 		v = e.g.b.Reshape(v, t.Sizes...)
 	}
 	e.g.extra = append(e.g.extra, v)
@@ -99,7 +100,7 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 }
 
 func (t *TensorDesc) offsetFreeWhole(base []int64) bool {
-	return t.Offset == 0 && sameInts(t.Sizes, base) && t.view().isContiguous()
+	return t.Offset == 0 && slices.Equal(t.Sizes, base) && t.view().isContiguous()
 }
 
 // Int64s implements dispatch.Reader: the values of an integer tensor, read to

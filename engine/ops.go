@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"torchtpu/dispatch"
@@ -76,14 +77,14 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 		var resize [][]int64
 		for _, r := range results {
 			d := dsts[len(resize)].Handles[0].(*TensorDesc)
-			if !sameInts(d.Sizes, r.T.Shape) {
+			if !slices.Equal(d.Sizes, r.T.Shape) {
 				resize = append(resize, r.T.Shape)
 			} else {
 				resize = append(resize, d.Sizes)
 			}
 		}
 		for i := range results {
-			if !sameInts(resize[i], dsts[i].Tensors[0].Sizes) {
+			if !slices.Equal(resize[i], dsts[i].Tensors[0].Sizes) {
 				return nil, &ResizeError{Sizes: resize}
 			}
 		}
@@ -112,7 +113,7 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 // checks: the shapes agree and the result dtype casts to the argument's.
 func (e *Engine) writeResult(d *TensorDesc, r *hlo.Value, what string) error {
 	rd := dispatch.FromElem(r.T.Elem)
-	if !sameInts(d.Sizes, r.T.Shape) {
+	if !slices.Equal(d.Sizes, r.T.Shape) {
 		return fmt.Errorf("output with shape %v doesn't match the broadcast shape %v", d.Sizes, r.T.Shape)
 	}
 	if !dispatch.CanCast(rd, d.DType) {

@@ -1,6 +1,10 @@
 package engine
 
-import "torchtpu/hlo"
+import (
+	"slices"
+
+	"torchtpu/hlo"
+)
 
 // A view is how a tensor sees its storage: an element offset, sizes and
 // strides over the storage's flattened base value.
@@ -26,18 +30,6 @@ func numel(sizes []int64) int64 {
 		n *= s
 	}
 	return n
-}
-
-func sameInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // isContiguous reports whether the view is a row-major walk of its sizes
@@ -138,7 +130,7 @@ func flatIndex(b *hlo.Builder, v view) *hlo.Value {
 func readView(b *hlo.Builder, base *hlo.Value, v view) *hlo.Value {
 	shape := base.T.Shape
 	switch {
-	case v.offset == 0 && sameInts(v.sizes, shape) && v.isContiguous():
+	case v.offset == 0 && slices.Equal(v.sizes, shape) && v.isContiguous():
 		return base
 	case v.coversBase(shape):
 		return b.Reshape(base, v.sizes...)
@@ -198,7 +190,7 @@ func viewOrder(dims []int) []int64 {
 func writeView(b *hlo.Builder, base *hlo.Value, v view, val *hlo.Value) *hlo.Value {
 	shape := base.T.Shape
 	switch {
-	case v.offset == 0 && sameInts(v.sizes, shape) && v.isContiguous():
+	case v.offset == 0 && slices.Equal(v.sizes, shape) && v.isContiguous():
 		return val
 	case v.coversBase(shape):
 		return b.Reshape(val, shape...)

@@ -1,6 +1,9 @@
 package hlo
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // RngBitGenerator runs StableHLO's counter-based generator (THREE_FRY) from
 // state, a tensor<2xui64> (key, counter), and returns the next state and
@@ -20,23 +23,11 @@ func (b *Builder) Sort(dim int64, less func(rb *Builder, args []*Value) *Value, 
 	mustf(len(xs) > 0, "sort: no operands")
 	var argTypes, outTypes []Type
 	for _, x := range xs {
-		mustf(sameShape(x.T.Shape, xs[0].T.Shape), "sort: operand shapes differ: %v vs %v", x.T, xs[0].T)
+		mustf(slices.Equal(x.T.Shape, xs[0].T.Shape), "sort: operand shapes differ: %v vs %v", x.T, xs[0].T)
 		argTypes = append(argTypes, T(x.T.Elem), T(x.T.Elem))
 		outTypes = append(outTypes, x.T)
 	}
 	mustf(dim >= 0 && int(dim) < xs[0].T.Rank(), "sort: bad dimension %d for %v", dim, xs[0].T)
 	body := b.region(argTypes, func(rb *Builder, a []*Value) []*Value { return []*Value{less(rb, a)} })
 	return b.opN("stablehlo.sort", outTypes, "{dimension = "+strconv.FormatInt(dim, 10)+" : i64, is_stable = true}", body, xs...)
-}
-
-func sameShape(a, c []int64) bool {
-	if len(a) != len(c) {
-		return false
-	}
-	for i := range a {
-		if a[i] != c[i] {
-			return false
-		}
-	}
-	return true
 }

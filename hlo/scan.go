@@ -1,5 +1,7 @@
 package hlo
 
+import "slices"
+
 // ReduceWindowN reduces the windows of several operands together (all of
 // one shape) with a custom combining body, which sees the accumulators
 // followed by the new elements (a0..an-1, b0..bn-1) as scalars and returns
@@ -10,7 +12,7 @@ func (b *Builder) ReduceWindowN(xs, inits []*Value, w Window, body func(rb *Buil
 	attrs, shape := w.resolve(xs[0].T)
 	var argTypes, accTypes, outTypes []Type
 	for i, x := range xs {
-		mustf(sameShape(x.T.Shape, xs[0].T.Shape), "reduce_window: operand shapes differ: %v vs %v", x.T, xs[0].T)
+		mustf(slices.Equal(x.T.Shape, xs[0].T.Shape), "reduce_window: operand shapes differ: %v vs %v", x.T, xs[0].T)
 		mustf(inits[i].T.Equal(T(x.T.Elem)), "reduce_window: init %v for %v", inits[i].T, x.T)
 		accTypes = append(accTypes, T(x.T.Elem))
 		outTypes = append(outTypes, T(x.T.Elem, shape...))
