@@ -63,3 +63,30 @@ def test_bf16_autocast_mlp_converges_like_cpu():
     assert losses[-1] < 0.5 * losses[0]
     fallbacks = {k: v for k, v in torch.tpu.metrics()["cpu_fallbacks"].items() if v}
     assert fallbacks == {}, fallbacks
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_half_precision_parameters_train_like_cpu(dtype):
+    def run(device):
+        torch.manual_seed(0)
+        x, y = train_mlp.make_data(n=256)
+        model = train_mlp.MLP(dropout=0.0).to(device=device, dtype=dtype)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        x, y = x.to(device=device, dtype=dtype), y.to(device)
+        losses = []
+        for _ in range(5):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.float().item())
+        return losses, [p.detach().float().cpu() for p in model.parameters()]
+
+    torch.tpu.reset_metrics()
+    got, got_params = run("tpu")
+    want, want_params = run("cpu")
+    assert {k: v for k, v in torch.tpu.metrics()["cpu_fallbacks"].items() if v} == {}
+    for g, w in zip(got, want):
+        assert abs(g - w) <= 2e-2 * max(1.0, abs(w)), (got, want)
+    for g, w in zip(got_params, want_params):
+        torch.testing.assert_close(g, w, atol=2e-2, rtol=2e-2)
