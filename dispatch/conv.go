@@ -209,6 +209,24 @@ func convWeightGrad(b *hlo.Builder, x, g *hlo.Value, k []int64, p convParams) *h
 	})
 }
 
+// cropTo keeps the leading limit elements of each dimension of x. The
+// plain convolution that maps a transposed convolution's result back to its
+// input yields extra trailing elements when output_padding is at least the
+// stride (allowed while it is below the dilation); those are dropped.
+func cropTo(b *hlo.Builder, x *hlo.Value, limit []int64) *hlo.Value {
+	if slices.Equal(x.T.Shape, limit) {
+		return x
+	}
+	n := len(limit)
+	start, strides := make([]int64, n), make([]int64, n)
+	lim := make([]int64, n)
+	for i := range strides {
+		strides[i] = 1
+		lim[i] = min(limit[i], x.T.Shape[i])
+	}
+	return b.Slice(x, start, lim, strides)
+}
+
 // convolution is aten::convolution (and convolution_overrideable): a
 // convolution or transposed convolution of input with weight, plus bias.
 func convolution(c *Ctx) ([]*hlo.Value, error) {
@@ -267,7 +285,7 @@ func convolutionBackward(first, maskArg int) Fn {
 		gx, gw, gb := zeros(in.Sizes), zeros(w.Sizes), zeros([]int64{outC})
 		if mask[0] != 0 {
 			if p.transposed {
-				gx = convForward(b, c.T(0), c.T(2), p)
+				gx = cropTo(b, convForward(b, c.T(0), c.T(2), p), in.Sizes)
 			} else {
 				gx = convInputGrad(b, c.T(0), c.T(2), in.Sizes[2:], p)
 			}

@@ -93,6 +93,17 @@ def test_conv_transpose2d(mode):
     run_layer(nn.ConvTranspose2d(3, 2, 2, dilation=2), randn(1, 3, 4, 4))
 
 
+def test_conv_transpose_output_padding_past_stride(mode):
+    # output_padding >= stride (allowed below the dilation): the plain
+    # convolution that maps the result back to the input yields extra
+    # trailing elements, which the input gradient must drop.
+    torch.manual_seed(0)
+    run_layer(nn.ConvTranspose2d(4, 4, 3, padding=1, dilation=2, output_padding=1), randn(2, 4, 4, 4))
+    run_layer(nn.ConvTranspose2d(4, 2, 3, stride=(2, 1), padding=(0, 1), dilation=(1, 3),
+                                 output_padding=(1, 2), groups=2), randn(2, 4, 4, 5))
+    run_layer(nn.ConvTranspose3d(2, 2, 2, dilation=3, output_padding=(2, 0, 1)), randn(1, 2, 3, 3, 2))
+
+
 def test_conv_errors():
     x = torch.randn(1, 5, 8, 8).to("tpu")
     w = torch.randn(4, 3, 3, 3).to("tpu")
