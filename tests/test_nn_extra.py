@@ -50,3 +50,35 @@ def test_cdist(mode, p):
 
 def test_pdist_single_row(mode):
     run_fn(lambda a: F.pdist(a), torch.randn(1, 3), grad=False)
+
+
+BAG = [
+    dict(mode="sum"),
+    dict(mode="mean"),
+    dict(mode="max"),
+    dict(mode="sum", padding_idx=2),
+    dict(mode="mean", padding_idx=2),
+    dict(mode="max", padding_idx=2),
+    dict(mode="sum", include_last_offset=True),
+    dict(mode="mean", scale_grad_by_freq=True),
+]
+
+
+@pytest.mark.parametrize("cfg", BAG, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+def test_embedding_bag(mode, cfg):
+    gen = torch.Generator().manual_seed(0)
+    w = torch.randn(10, 3, generator=gen)
+    idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 2])
+    offs = torch.tensor([0, 2, 2, 5, 9] if cfg.get("include_last_offset") else [0, 2, 2, 5])
+    run_fn(lambda a: F.embedding_bag(idx.to(a.device), a, offs.to(a.device), **cfg), w)
+
+
+def test_embedding_bag_2d_and_weights(mode):
+    gen = torch.Generator().manual_seed(0)
+    w = torch.randn(10, 4, generator=gen)
+    psw = torch.randn(6, generator=gen)
+    idx = torch.tensor([[1, 2, 0], [4, 4, 7]])
+    run_fn(lambda a: F.embedding_bag(idx.to(a.device), a, mode="max"), w)
+    flat = idx.reshape(-1)
+    offs = torch.tensor([0, 1, 4])
+    run_fn(lambda a, s: F.embedding_bag(flat.to(a.device), a, offs.to(a.device), mode="sum", per_sample_weights=s, padding_idx=4), w, psw)
