@@ -221,7 +221,39 @@ func embeddingBagPSWBackward(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{b.Convert(dot, wm.DType.Elem())}, nil
 }
 
+// embeddingRenorm is aten::embedding_renorm(self, indices, max_norm,
+// norm_type): the rows of self named by indices whose norm exceeds max_norm
+// are scaled to max_norm / (norm + 1e-7).
+func embeddingRenorm(c *Ctx) ([]*hlo.Value, error) {
+	wm, im := c.Meta(0), c.Meta(1)
+	if wm.Rank() != 2 {
+		return nil, Errorf("embedding_renorm: self has to be a 2D Tensor, but got Tensor of dimension %d", wm.Rank())
+	}
+	if im.DType != Int64 && im.DType != Int32 {
+		return nil, Errorf("Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, Int; but got %s instead", scalarTypeName(im.DType))
+	}
+	if !wm.DType.IsFloat() {
+		return nil, notImplemented("embedding_renorm_", wm.DType)
+	}
+	b := c.B
+	w, n := wm.Sizes[0], im.Numel()
+	if n == 0 {
+		return []*hlo.Value{c.T(0)}, nil
+	}
+	e := wm.DType.Elem()
+	acc := accumElem(wm.DType)
+	x := b.Convert(c.T(0), acc)
+	idx := b.Reshape(b.Convert(c.T(1), hlo.S64), n)
+	touched := b.ScatterFlat(full(b, Bool, []int64{w}, 0), idx, full(b, Bool, []int64{n}, 1), nil)
+	norm := distNorm(b, x, c.Float(3, 2))
+	maxNorm := b.BroadcastTo(b.Convert(c.R.Scalar(c.Float(2, 0), e), acc), []int64{w})
+	scale := b.Div(maxNorm, b.Add(norm, b.BroadcastTo(b.Scalar(acc, 1e-7), []int64{w})))
+	scale = b.Select(b.And(touched, b.Compare(hlo.GT, norm, maxNorm)), scale, full(b, FromElem(acc), []int64{w}, 1))
+	return []*hlo.Value{b.Convert(b.Mul(x, b.BroadcastInDim(scale, x.T.Shape, []int64{0})), e)}, nil
+}
+
 func init() {
+	def("aten::embedding_renorm", embeddingRenorm, "aten::embedding_renorm.out")
 	def("aten::_embedding_bag", embeddingBag, "aten::_embedding_bag.out")
 	def("aten::_embedding_bag_forward_only", embeddingBag, "aten::_embedding_bag_forward_only.out")
 	def("aten::_embedding_bag_dense_backward", embeddingBagBackward(0), "aten::_embedding_bag_dense_backward.out")

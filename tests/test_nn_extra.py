@@ -82,3 +82,19 @@ def test_embedding_bag_2d_and_weights(mode):
     flat = idx.reshape(-1)
     offs = torch.tensor([0, 1, 4])
     run_fn(lambda a, s: F.embedding_bag(flat.to(a.device), a, offs.to(a.device), mode="sum", per_sample_weights=s, padding_idx=4), w, psw)
+
+
+@pytest.mark.parametrize("bag", [False, True])
+def test_embedding_max_norm(mode, bag):
+    gen = torch.Generator().manual_seed(0)
+    w = torch.randn(10, 3, generator=gen) * 3
+    idx = torch.tensor([1, 2, 4, 2, 9])
+    wc, wt = w.clone(), w.clone().to("tpu")
+    if bag:
+        want = F.embedding_bag(idx, wc, torch.tensor([0, 2]), max_norm=1.5, norm_type=3.0)
+        got = F.embedding_bag(idx.to("tpu"), wt, torch.tensor([0, 2]).to("tpu"), max_norm=1.5, norm_type=3.0)
+    else:
+        want = F.embedding(idx, wc, max_norm=1.5)
+        got = F.embedding(idx.to("tpu"), wt, max_norm=1.5)
+    torch.testing.assert_close(got.cpu(), want, **TOL)
+    torch.testing.assert_close(wt.cpu(), wc, **TOL)
