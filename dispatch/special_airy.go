@@ -70,5 +70,5 @@ func airyAiOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 }
 
 func init() {
-	def("aten::special_airy_ai", unaryOp(floatDType, "special_airy_ai", false, viaF64(airyAiOf)))
+	def("aten::special_airy_ai", noHalfOp("special_airy_ai", airyAiOf))
 }

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"math"
+	"strings"
 
 	"torchtpu/hlo"
 )
@@ -134,16 +135,28 @@ func logNdtrOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	return b.Select(b.Compare(hlo.LT, x, k(-1)), lo, hi)
 }
 
+// noHalfOp is a float-promoting unary rule computed in float64 for ops whose
+// CPU kernel rejects float16 and bfloat16 (kernel "<name>_cpu").
+func noHalfOp(name string, f func(b *hlo.Builder, x *hlo.Value) *hlo.Value) Fn {
+	kernel := strings.TrimPrefix(name, "special_") + "_cpu"
+	rule := unaryOp(floatDType, kernel, false, viaF64(f))
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		if d := c.Meta(0).DType; d == Float16 || d == BFloat16 {
+			return nil, notImplemented(kernel, d)
+		}
+		return rule(c)
+	}
+}
+
 func init() {
 	ops := []struct {
 		name string
 		f    func(b *hlo.Builder, x *hlo.Value) *hlo.Value
-	}{
-		{"i0", i0Of}, {"special_i0e", i0eOf}, {"special_i1", i1Of}, {"special_i1e", i1eOf},
-		{"special_spherical_bessel_j0", sphericalJ0Of}, {"special_erfcx", erfcxOf},
-		{"special_log_ndtr", logNdtrOf},
-	}
+	}{{"i0", i0Of}, {"special_i0e", i0eOf}, {"special_i1", i1Of}, {"special_i1e", i1eOf}}
 	for _, o := range ops {
 		def("aten::"+o.name, unaryOp(floatDType, o.name, false, viaF64(o.f)))
 	}
+	def("aten::special_spherical_bessel_j0", noHalfOp("special_spherical_bessel_j0", sphericalJ0Of))
+	def("aten::special_erfcx", noHalfOp("special_erfcx", erfcxOf))
+	def("aten::special_log_ndtr", noHalfOp("special_log_ndtr", logNdtrOf))
 }

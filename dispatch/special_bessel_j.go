@@ -126,6 +126,6 @@ func init() {
 		"special_bessel_j0": besselJ0Of, "special_bessel_j1": besselJ1Of,
 		"special_bessel_y0": besselY0Of, "special_bessel_y1": besselY1Of,
 	} {
-		def("aten::"+name, unaryOp(floatDType, name, false, viaF64(f)))
+		def("aten::"+name, noHalfOp(name, f))
 	}
 }

@@ -71,6 +71,6 @@ func init() {
 		"special_scaled_modified_bessel_k1": func(b *hlo.Builder, x *hlo.Value) *hlo.Value { return besselK(b, x, 1, true) },
 	}
 	for name, f := range ops {
-		def("aten::"+name, unaryOp(floatDType, name, false, viaF64(f)))
+		def("aten::"+name, noHalfOp(name, f))
 	}
 }
