@@ -44,14 +44,14 @@ func airyAiOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	t := b.Add(b.Div(k(1), zr), k(0.25*math.Pi))
 	fa := b.Add(k(1), b.Div(b.Mul(zz, poly(b, zz, airyAFN...)), poly(b, zz, airyAFD...)))
 	ga := b.Div(b.Mul(zr, poly(b, zz, airyAGN...)), poly(b, zz, airyAGD...))
-	neg := b.Mul(b.Div(invSqrtPi, b.Sqrt(b.Sqrt(nx))), b.Sub(b.Mul(b.Sin(t), fa), b.Mul(b.Cos(t), ga)))
+	neg := b.Mul(b.Div(invSqrtPi, b.Sqrt(b.Sqrt(nx))), b.Sub(b.Mul(psin(b, t), fa), b.Mul(pcos(b, t), ga)))
 
 	// x >= 2.09.
 	px := b.Max(x, k(2.09))
 	zeta := b.Div(b.Mul(k(2), b.Mul(px, b.Sqrt(px))), k(3))
 	iz := b.Div(k(1), zeta)
 	pos := b.Div(b.Mul(invSqrtPi, b.Div(poly(b, iz, airyAN...), poly(b, iz, airyAD...))),
-		b.Mul(b.Mul(k(2), b.Sqrt(b.Sqrt(px))), b.Exp(zeta)))
+		b.Mul(b.Mul(k(2), b.Sqrt(b.Sqrt(px))), pexp(b, zeta)))
 
 	// |x| < 2.09.
 	z := b.Mul(b.Mul(x, x), x)

@@ -86,7 +86,7 @@ func i0eOf(b *hlo.Builder, x *hlo.Value) *hlo.Value { return besselIe(b, b.Abs(x
 // i0Of is the modified Bessel function I0.
 func i0Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	ax := b.Abs(x)
-	return b.Mul(b.Exp(ax), besselIe(b, ax, i0eA, i0eB, false))
+	return b.Mul(pexp(b, ax), besselIe(b, ax, i0eA, i0eB, false))
 }
 
 // i1eOf is exp(-|x|) I1(x).
@@ -97,7 +97,7 @@ func i1eOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 // i1Of is the modified Bessel function I1.
 func i1Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	ax := b.Abs(x)
-	return withSign(b, x, b.Mul(b.Exp(ax), besselIe(b, ax, i1eA, i1eB, true)))
+	return withSign(b, x, b.Mul(pexp(b, ax), besselIe(b, ax, i1eA, i1eB, true)))
 }
 
 // sphericalJ0Of is sin(x)/x with a series below 1/2 and 0 at infinity.
@@ -105,7 +105,7 @@ func sphericalJ0Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	k := func(v float64) *hlo.Value { return splat(b, x, v) }
 	x2 := b.Mul(x, x)
 	series := b.Add(k(1), b.Mul(x2, poly(b, x2, 1.0/6227020800, -1.0/39916800, 1.0/362880, -1.0/5040, 1.0/120, -1.0/6)))
-	r := b.Select(b.Compare(hlo.LT, b.Abs(x), k(0.5)), series, b.Div(b.Sin(x), x))
+	r := b.Select(b.Compare(hlo.LT, b.Abs(x), k(0.5)), series, b.Div(psin(b, x), x))
 	return b.Select(b.Compare(hlo.EQ, b.Abs(x), k(math.Inf(1))), k(0), r)
 }
 
@@ -115,13 +115,13 @@ func sphericalJ0Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 func erfcxOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	k := func(v float64) *hlo.Value { return splat(b, x, v) }
 	x2 := b.Mul(x, x)
-	mid := b.Mul(b.Exp(x2), b.Chlo("erfc", b.Min(x, k(26))))
+	mid := b.Mul(pexp(b, x2), b.Chlo("erfc", b.Min(x, k(26))))
 	ispi := k(0.56418958354775628694807945156)
 	cf := b.Div(b.Mul(ispi, b.Add(b.Mul(x2, b.Add(x2, k(4.5))), k(2))),
 		b.Mul(x, b.Add(b.Mul(x2, b.Add(x2, k(5))), k(3.75))))
 	cf = b.Select(b.Compare(hlo.GT, x, k(5e7)), b.Div(ispi, x), cf)
 	r := b.Select(b.Compare(hlo.GT, x, k(26)), cf, mid)
-	r = b.Select(b.Compare(hlo.LT, x, k(-6.1)), b.Mul(k(2), b.Exp(x2)), r)
+	r = b.Select(b.Compare(hlo.LT, x, k(-6.1)), b.Mul(k(2), pexp(b, x2)), r)
 	r = b.Select(b.Compare(hlo.LT, x, k(-26.7)), k(math.Inf(1)), r)
 	return b.Select(b.Compare(hlo.NE, x, x), x, r)
 }
@@ -130,16 +130,32 @@ func erfcxOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 func logNdtrOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	k := func(v float64) *hlo.Value { return splat(b, x, v) }
 	t := b.Mul(x, k(1/math.Sqrt2))
-	lo := b.Sub(b.Log(b.Div(erfcxOf(b, b.Neg(t)), k(2))), b.Mul(t, t))
+	lo := b.Sub(plog(b, b.Div(erfcxOf(b, b.Neg(t)), k(2))), b.Mul(t, t))
 	hi := b.Log1p(b.Neg(b.Div(b.Chlo("erfc", t), k(2))))
 	return b.Select(b.Compare(hlo.LT, x, k(-1)), lo, hi)
 }
 
-// noHalfOp is a float-promoting unary rule computed in float64 for ops whose
-// CPU kernel rejects float16 and bfloat16 (kernel "<name>_cpu").
+// precise applies f to x in float64 for float32 x: the CPU plugin's float32
+// exp, log, sin and cos are a few ULP off the C library's, which PyTorch's
+// float32 kernels call.
+func precise(b *hlo.Builder, x *hlo.Value, f func(*hlo.Value) *hlo.Value) *hlo.Value {
+	if x.T.Elem == hlo.F64 {
+		return f(x)
+	}
+	return b.Convert(f(b.Convert(x, hlo.F64)), x.T.Elem)
+}
+
+func pexp(b *hlo.Builder, x *hlo.Value) *hlo.Value { return precise(b, x, b.Exp) }
+func plog(b *hlo.Builder, x *hlo.Value) *hlo.Value { return precise(b, x, b.Log) }
+func psin(b *hlo.Builder, x *hlo.Value) *hlo.Value { return precise(b, x, b.Sin) }
+func pcos(b *hlo.Builder, x *hlo.Value) *hlo.Value { return precise(b, x, b.Cos) }
+
+// noHalfOp is a float-promoting unary rule for ops whose CPU kernel rejects
+// float16 and bfloat16 (kernel "<name>_cpu"); f runs in the input's
+// precision, as the CPU kernel does.
 func noHalfOp(name string, f func(b *hlo.Builder, x *hlo.Value) *hlo.Value) Fn {
 	kernel := strings.TrimPrefix(name, "special_") + "_cpu"
-	rule := unaryOp(floatDType, kernel, false, viaF64(f))
+	rule := unaryOp(floatDType, kernel, false, f)
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		if d := c.Meta(0).DType; d == Float16 || d == BFloat16 {
 			return nil, notImplemented(kernel, d)
@@ -154,9 +170,9 @@ func init() {
 		f    func(b *hlo.Builder, x *hlo.Value) *hlo.Value
 	}{{"i0", i0Of}, {"special_i0e", i0eOf}, {"special_i1", i1Of}, {"special_i1e", i1eOf}}
 	for _, o := range ops {
-		def("aten::"+o.name, unaryOp(floatDType, o.name, false, viaF64(o.f)))
+		def("aten::"+o.name, unaryOp(floatDType, o.name, false, upcast(o.f)))
 	}
 	def("aten::special_spherical_bessel_j0", noHalfOp("special_spherical_bessel_j0", sphericalJ0Of))
-	def("aten::special_erfcx", noHalfOp("special_erfcx", erfcxOf))
-	def("aten::special_log_ndtr", noHalfOp("special_log_ndtr", logNdtrOf))
+	def("aten::special_erfcx", noHalfOp("special_erfcx", viaF64(erfcxOf)))
+	def("aten::special_log_ndtr", noHalfOp("special_log_ndtr", viaF64(logNdtrOf)))
 }

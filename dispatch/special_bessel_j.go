@@ -65,9 +65,9 @@ func besselAsym(b *hlo.Builder, x *hlo.Value, pp, pq, qp, qq []float64, phase fl
 	xn := b.Sub(x, k(phase))
 	var r *hlo.Value
 	if y {
-		r = b.Add(b.Mul(p, b.Sin(xn)), b.Mul(q, b.Cos(xn)))
+		r = b.Add(b.Mul(p, psin(b, xn)), b.Mul(q, pcos(b, xn)))
 	} else {
-		r = b.Sub(b.Mul(p, b.Cos(xn)), b.Mul(q, b.Sin(xn)))
+		r = b.Sub(b.Mul(p, pcos(b, xn)), b.Mul(q, psin(b, xn)))
 	}
 	return b.Div(b.Mul(r, k(0.797884560802865355879892119868763737)), b.Sqrt(x))
 }
@@ -106,7 +106,7 @@ func besselY0Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	k := func(v float64) *hlo.Value { return splat(b, x, v) }
 	x2 := b.Mul(x, x)
 	near := b.Add(b.Div(poly(b, x2, y0YP...), poly(b, x2, y0YQ...)),
-		b.Mul(b.Mul(k(twoOverPi), b.Log(x)), besselJ0Of(b, x)))
+		b.Mul(b.Mul(k(twoOverPi), plog(b, x)), besselJ0Of(b, x)))
 	far := besselAsym(b, x, j0PP, j0PQ, j0QP, j0QQ, quarterPi, true)
 	return b.Select(b.Compare(hlo.LE, x, k(5)), besselYSmall(b, x, near), far)
 }
@@ -116,7 +116,7 @@ func besselY1Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	k := func(v float64) *hlo.Value { return splat(b, x, v) }
 	x2 := b.Mul(x, x)
 	near := b.Add(b.Mul(x, b.Div(poly(b, x2, y1YP...), poly(b, x2, y1YQ...))),
-		b.Mul(k(twoOverPi), b.Sub(b.Mul(besselJ1Of(b, x), b.Log(x)), b.Div(k(1), x))))
+		b.Mul(k(twoOverPi), b.Sub(b.Mul(besselJ1Of(b, x), plog(b, x)), b.Div(k(1), x))))
 	far := besselAsym(b, x, j1PP, j1PQ, j1QP, j1QQ, threeQuarterPi, true)
 	return b.Select(b.Compare(hlo.LE, x, k(5)), besselYSmall(b, x, near), far)
 }

@@ -43,7 +43,7 @@ func besselK(b *hlo.Builder, x *hlo.Value, order int, scaled bool) *hlo.Value {
 		a, bb = k1A, k1B
 	}
 	ser := chbevl(b, b.Sub(b.Mul(x, x), k(2)), a)
-	lg := b.Log(b.Mul(k(0.5), x))
+	lg := plog(b, b.Mul(k(0.5), x))
 	var near *hlo.Value
 	if order == 0 {
 		near = b.Sub(ser, b.Mul(lg, i0Of(b, x)))
@@ -52,9 +52,9 @@ func besselK(b *hlo.Builder, x *hlo.Value, order int, scaled bool) *hlo.Value {
 	}
 	far := b.Div(chbevl(b, b.Sub(b.Div(k(8), x), k(2)), bb), b.Sqrt(x))
 	if scaled {
-		near = b.Mul(near, b.Exp(x))
+		near = b.Mul(near, pexp(b, x))
 	} else {
-		far = b.Mul(far, b.Exp(b.Neg(x)))
+		far = b.Mul(far, pexp(b, b.Neg(x)))
 	}
 	r := b.Select(b.Compare(hlo.LE, x, k(2)), near, far)
 	r = b.Select(b.Compare(hlo.LT, x, k(0)), k(math.NaN()), r)
