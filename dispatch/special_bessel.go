@@ -53,6 +53,15 @@ var i1eB = []float64{
 	7.78576235018280120474e-1,
 }
 
+// i1eTables gives the I1 Chebyshev coefficients for x's precision: PyTorch's
+// float32 kernels use only the trailing 17 and 7 terms.
+func i1eTables(x *hlo.Value) ([]float64, []float64) {
+	if x.T.Elem == hlo.F64 {
+		return i1eA, i1eB
+	}
+	return i1eA[len(i1eA)-17:], i1eB[len(i1eB)-7:]
+}
+
 // chbevl evaluates a Chebyshev series at x by Clenshaw's recurrence, as Cephes does.
 func chbevl(b *hlo.Builder, x *hlo.Value, cs []float64) *hlo.Value {
 	b0, b1, b2 := splat(b, x, cs[0]), splat(b, x, 0), splat(b, x, 0)
@@ -63,16 +72,18 @@ func chbevl(b *hlo.Builder, x *hlo.Value, cs []float64) *hlo.Value {
 	return b.Mul(splat(b, x, 0.5), b.Sub(b0, b2))
 }
 
-// besselIe is exp(-|x|) I_n(|x|) for n = 0 or 1 (without I1's sign), by the two
-// Chebyshev expansions split at 8.
-func besselIe(b *hlo.Builder, ax *hlo.Value, a, bb []float64, timesX bool) *hlo.Value {
+// besselIParts gives, for |x|, the Chebyshev series of exp(-|x|) I_n on [0, 8]
+// (divided by |x| for n = 1) and of exp(-|x|) sqrt(|x|) I_n beyond, the
+// selector of the near range, and sqrt(|x|).
+func besselIParts(b *hlo.Builder, ax *hlo.Value, n int) (near, far, isNear, sq *hlo.Value) {
 	k := func(v float64) *hlo.Value { return splat(b, ax, v) }
-	near := chbevl(b, b.Sub(b.Div(ax, k(2)), k(2)), a)
-	if timesX {
-		near = b.Mul(near, ax)
+	ta, tb := i0eA, i0eB
+	if n == 1 {
+		ta, tb = i1eTables(ax)
 	}
-	far := b.Div(chbevl(b, b.Sub(b.Div(k(32), ax), k(2)), bb), b.Sqrt(ax))
-	return b.Select(b.Compare(hlo.LE, ax, k(8)), near, far)
+	near = chbevl(b, b.Sub(b.Div(ax, k(2)), k(2)), ta)
+	far = chbevl(b, b.Sub(b.Div(k(32), ax), k(2)), tb)
+	return near, far, b.Compare(hlo.LE, ax, k(8)), b.Sqrt(ax)
 }
 
 // withSign gives r the sign of x (for the odd functions I1 and I1e).
@@ -81,23 +92,44 @@ func withSign(b *hlo.Builder, x, r *hlo.Value) *hlo.Value {
 }
 
 // i0eOf is the exponentially scaled modified Bessel function exp(-|x|) I0(x).
-func i0eOf(b *hlo.Builder, x *hlo.Value) *hlo.Value { return besselIe(b, b.Abs(x), i0eA, i0eB, false) }
+func i0eOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	near, far, isNear, sq := besselIParts(b, b.Abs(x), 0)
+	return b.Select(isNear, near, b.Div(far, sq))
+}
 
-// i0Of is the modified Bessel function I0.
+// i0Of is the modified Bessel function I0 (also modified_bessel_i0).
 func i0Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	ax := b.Abs(x)
-	return b.Mul(pexp(b, ax), besselIe(b, ax, i0eA, i0eB, false))
+	near, far, isNear, sq := besselIParts(b, ax, 0)
+	e := pexp(b, ax)
+	return b.Select(isNear, b.Mul(e, near), b.Div(b.Mul(e, far), sq))
 }
 
 // i1eOf is exp(-|x|) I1(x).
 func i1eOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-	return withSign(b, x, besselIe(b, b.Abs(x), i1eA, i1eB, true))
+	ax := b.Abs(x)
+	near, far, isNear, sq := besselIParts(b, ax, 1)
+	return withSign(b, x, b.Select(isNear, b.Mul(near, ax), b.Div(far, sq)))
 }
 
 // i1Of is the modified Bessel function I1.
 func i1Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	ax := b.Abs(x)
-	return withSign(b, x, b.Mul(pexp(b, ax), besselIe(b, ax, i1eA, i1eB, true)))
+	near, far, isNear, sq := besselIParts(b, ax, 1)
+	e := pexp(b, ax)
+	return withSign(b, x, b.Select(isNear, b.Mul(b.Mul(e, ax), near), b.Div(b.Mul(e, far), sq)))
+}
+
+// modifiedI1Of is special_modified_bessel_i1: I1 with PyTorch's other
+// evaluation order (and always the full coefficient tables).
+func modifiedI1Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	k := func(v float64) *hlo.Value { return splat(b, x, v) }
+	ax := b.Abs(x)
+	near := chbevl(b, b.Sub(b.Div(ax, k(2)), k(2)), i1eA)
+	far := chbevl(b, b.Sub(b.Div(k(32), ax), k(2)), i1eB)
+	e := pexp(b, ax)
+	r := b.Select(b.Compare(hlo.LE, ax, k(8)), b.Mul(b.Mul(near, ax), e), b.Div(b.Mul(e, far), b.Sqrt(ax)))
+	return withSign(b, x, r)
 }
 
 // sphericalJ0Of is sin(x)/x with a series below 1/2 and 0 at infinity.

@@ -45,17 +45,26 @@ func besselK(b *hlo.Builder, x *hlo.Value, order int, scaled bool) *hlo.Value {
 	ser := chbevl(b, b.Sub(b.Mul(x, x), k(2)), a)
 	lg := plog(b, b.Mul(k(0.5), x))
 	var near *hlo.Value
-	if order == 0 {
+	switch {
+	case order == 0 && !scaled:
+		// PyTorch's K0 takes log(0.5 * x) with a double 0.5, so float32
+		// finishes this branch in float64.
+		f64 := func(v *hlo.Value) *hlo.Value { return b.Convert(v, hlo.F64) }
+		x64 := f64(x)
+		lg64 := b.Log(b.Mul(splat(b, x64, 0.5), x64))
+		near = b.Convert(b.Sub(f64(ser), b.Mul(lg64, f64(i0Of(b, x)))), x.T.Elem)
+	case order == 0:
 		near = b.Sub(ser, b.Mul(lg, i0Of(b, x)))
-	} else {
-		near = b.Add(b.Mul(lg, i1Of(b, x)), b.Div(ser, x))
+	default:
+		near = b.Add(b.Mul(lg, modifiedI1Of(b, x)), b.Div(ser, x))
 	}
-	far := b.Div(chbevl(b, b.Sub(b.Div(k(8), x), k(2)), bb), b.Sqrt(x))
+	far := chbevl(b, b.Sub(b.Div(k(8), x), k(2)), bb)
 	if scaled {
 		near = b.Mul(near, pexp(b, x))
 	} else {
-		far = b.Mul(far, pexp(b, b.Neg(x)))
+		far = b.Mul(pexp(b, b.Neg(x)), far)
 	}
+	far = b.Div(far, b.Sqrt(x))
 	r := b.Select(b.Compare(hlo.LE, x, k(2)), near, far)
 	r = b.Select(b.Compare(hlo.LT, x, k(0)), k(math.NaN()), r)
 	return b.Select(b.Compare(hlo.EQ, x, k(0)), k(math.Inf(1)), r)
@@ -64,7 +73,7 @@ func besselK(b *hlo.Builder, x *hlo.Value, order int, scaled bool) *hlo.Value {
 func init() {
 	ops := map[string]func(b *hlo.Builder, x *hlo.Value) *hlo.Value{
 		"special_modified_bessel_i0":        i0Of,
-		"special_modified_bessel_i1":        i1Of,
+		"special_modified_bessel_i1":        modifiedI1Of,
 		"special_modified_bessel_k0":        func(b *hlo.Builder, x *hlo.Value) *hlo.Value { return besselK(b, x, 0, false) },
 		"special_modified_bessel_k1":        func(b *hlo.Builder, x *hlo.Value) *hlo.Value { return besselK(b, x, 1, false) },
 		"special_scaled_modified_bessel_k0": func(b *hlo.Builder, x *hlo.Value) *hlo.Value { return besselK(b, x, 0, true) },
