@@ -59,7 +59,11 @@ const (
 // the Y form (p sin(x - phase) + (5/x) q cos(x - phase)).
 func besselAsym(b *hlo.Builder, x *hlo.Value, pp, pq, qp, qq []float64, phase float64, y bool) *hlo.Value {
 	k := func(v float64) *hlo.Value { return splat(b, x, v) }
+	// J0 and Y0 expand in 25/x^2, J1 and Y1 in (5/x)^2, rounding differently.
 	z := b.Div(k(25), b.Mul(x, x))
+	if phase == threeQuarterPi {
+		z = b.Mul(b.Div(k(5), x), b.Div(k(5), x))
+	}
 	p := b.Div(poly(b, z, pp...), poly(b, z, pq...))
 	q := b.Mul(b.Div(k(5), x), b.Div(poly(b, z, qp...), poly(b, z, qq...)))
 	xn := b.Sub(x, k(phase))
