@@ -57,7 +57,29 @@ func arangeOut(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{b.Convert(b.Add(sv, b.Mul(i, st)), d.Elem())}, nil
 }
 
+// eyeOut is eye.m_out(n, m, *, out) and eye.out(n, *, out): ones on the
+// diagonal of an n x m matrix of out's dtype.
+func eyeOut(square bool) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		n := c.Int(0, 0)
+		m, outArg := n, 1
+		if !square {
+			m, outArg = c.Int(1, 0), 2
+		}
+		if n < 0 || m < 0 {
+			return nil, Errorf("n must be greater or equal to 0, got %d", min(n, m))
+		}
+		d := c.Meta(outArg).DType
+		b := c.B
+		t := hlo.T(hlo.S64, n, m)
+		diag := b.Compare(hlo.EQ, b.Iota(t, 0), b.Iota(t, 1))
+		return []*hlo.Value{convertTo(b, b.Convert(diag, hlo.U8), Uint8, d)}, nil
+	}
+}
+
 func init() {
+	alias("aten::eye.m_out", &Rule{Name: "aten::eye.m_out", Fn: eyeOut(false)}, OutVariant)
+	alias("aten::eye.out", &Rule{Name: "aten::eye.out", Fn: eyeOut(true)}, OutVariant)
 	def("aten::fill.Scalar", fillScalar, "")
 	def("aten::fill.Tensor", fillScalar, "")
 	def("aten::zero", zero, "")

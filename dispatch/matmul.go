@@ -224,6 +224,27 @@ func baddbmmRule(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{r}, nil
 }
 
+// addbmmRule is addbmm(self, batch1, batch2, *, beta, alpha): self plus the
+// sum over the batch of the matrix products, one contraction over batch and k.
+func addbmmRule(c *Ctx) ([]*hlo.Value, error) {
+	s, a, b := c.Meta(0), c.Meta(1), c.Meta(2)
+	if err := checkBatches(a, b); err != nil {
+		return nil, err
+	}
+	if s.DType != a.DType || a.DType != b.DType {
+		return nil, Errorf("Input dtypes must be the same, got: input %s, batch1: %s, batch2: %s", cppName(s.DType), cppName(a.DType), cppName(b.DType))
+	}
+	if a.DType == Bool {
+		return nil, notImplemented("addbmm", Bool)
+	}
+	prod := c.B.DotGeneral(c.T(1), c.T(2), nil, nil, []int64{0, 2}, []int64{0, 1})
+	r, err := addScaled(c, 0, prod, c.Float(3, 1), c.Float(4, 1))
+	if err != nil {
+		return nil, err
+	}
+	return []*hlo.Value{r}, nil
+}
+
 // checkMV checks addmv's operands; input is the meta of the added vector.
 func checkMV(input, mat, vec TensorMeta) error {
 	if mat.Rank() != 2 || vec.Rank() != 1 || input.Rank() > 1 {
@@ -301,4 +322,6 @@ func init() {
 	def("aten::mv", mvRule)
 	def("aten::addmv", addmvRule)
 	def("aten::dot", dotRule)
+	def("aten::vdot", dotRule) // real tensors: no conjugation
+	def("aten::addbmm", addbmmRule)
 }

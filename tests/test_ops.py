@@ -221,3 +221,11 @@ def test_inplace_on_views(mode):
     alias.add_(10)
     cpu[1].add_(10)
     torch.testing.assert_close(t.cpu(), cpu)
+
+
+def test_eye_vdot_addbmm(mode):
+    for dtype in (torch.float32, torch.int64, torch.bool):
+        assert torch.equal(torch.eye(3, 4, dtype=dtype, device="tpu").cpu(), torch.eye(3, 4, dtype=dtype))
+        assert torch.equal(torch.eye(2, dtype=dtype, device="tpu").cpu(), torch.eye(2, dtype=dtype))
+    check(torch.vdot, randn(5), randn(5))
+    check(lambda s, a, b: torch.addbmm(s, a, b, beta=0.5, alpha=2), randn(3, 2), randn(4, 3, 5), randn(4, 5, 2))
