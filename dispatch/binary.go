@@ -146,7 +146,40 @@ func bitwise(f func(b *hlo.Builder, x, y *hlo.Value) *hlo.Value, name string) fu
 	}
 }
 
+// shiftOp shifts x by y bits as PyTorch's CPU kernels do: a shift count
+// outside [0, bits) gives 0 to the left, and to the right the sign fill
+// (0 for unsigned types).
+func shiftOp(left bool) func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
+	return func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
+		if !d.IsIntegral(false) {
+			return nil, Errorf("\"%s\" not implemented for '%s'", map[bool]string{true: "lshift_cpu", false: "rshift_cpu"}[left], d)
+		}
+		bits := int64(d.Elem().Bits())
+		zero := b.BroadcastTo(b.ConstantInt(hlo.T(d.Elem()), 0), x.T.Shape)
+		limit := b.BroadcastTo(b.ConstantInt(hlo.T(d.Elem()), bits), x.T.Shape)
+		out := b.Or(b.Compare(hlo.LT, y, zero), b.Compare(hlo.GE, y, limit))
+		if left {
+			return b.Select(out, zero, b.ShiftLeft(x, y)), nil
+		}
+		if d == Uint8 {
+			return b.Select(out, zero, b.ShiftRightLogical(x, y)), nil
+		}
+		top := b.BroadcastTo(b.ConstantInt(hlo.T(d.Elem()), bits-1), x.T.Shape)
+		return b.ShiftRightArithmetic(x, b.Select(out, top, y)), nil
+	}
+}
+
 func init() {
+	def("aten::bitwise_left_shift.Tensor", arith(shiftOp(true), false), "aten::bitwise_left_shift.Tensor_out")
+	def("aten::bitwise_left_shift.Tensor_Scalar", arith(shiftOp(true), false), "aten::bitwise_left_shift.Tensor_Scalar_out")
+	def("aten::bitwise_right_shift.Tensor", arith(shiftOp(false), false), "aten::bitwise_right_shift.Tensor_out")
+	def("aten::bitwise_right_shift.Tensor_Scalar", arith(shiftOp(false), false), "aten::bitwise_right_shift.Tensor_Scalar_out")
+	for _, o := range []string{"Tensor", "Scalar"} {
+		l := def("aten::__lshift__."+o, arith(shiftOp(true), false), "")
+		alias("aten::__ilshift__."+o, l, Inplace)
+		r := def("aten::__rshift__."+o, arith(shiftOp(false), false), "")
+		alias("aten::__irshift__."+o, r, Inplace)
+	}
 	def("aten::add.Tensor", addSub(false))
 	def("aten::add.Scalar", addSub(false), "aten::add.Scalar_out")
 	def("aten::sub.Tensor", addSub(true))

@@ -229,3 +229,16 @@ def test_eye_vdot_addbmm(mode):
         assert torch.equal(torch.eye(2, dtype=dtype, device="tpu").cpu(), torch.eye(2, dtype=dtype))
     check(torch.vdot, randn(5), randn(5))
     check(lambda s, a, b: torch.addbmm(s, a, b, beta=0.5, alpha=2), randn(3, 2), randn(4, 3, 5), randn(4, 5, 2))
+
+
+def test_bit_shifts(mode):
+    a = torch.tensor([1, -8, 37, -1, 5, 1000], dtype=torch.int64)
+    s = torch.tensor([0, 1, 3, 63, 64, -1], dtype=torch.int64)
+    check(torch.bitwise_left_shift, a, s)
+    check(torch.bitwise_right_shift, a, s)
+    check(lambda x: x << 2, a)
+    check(lambda x: x >> 1, a)
+    u = torch.tensor([1, 128, 255, 7], dtype=torch.uint8)
+    check(torch.bitwise_left_shift, u, torch.tensor([1, 1, 8, 2], dtype=torch.uint8))
+    check(torch.bitwise_right_shift, u, torch.tensor([1, 7, 9, 0], dtype=torch.uint8))
+    check(lambda x: x >> 2, torch.tensor([-100, 100, -3], dtype=torch.int32))
