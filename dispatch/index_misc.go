@@ -175,22 +175,7 @@ func maskedScatter(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	mstr := contiguous(mm.Sizes)
-	ostr := contiguous(shape)
-	off := len(shape) - len(mm.Sizes)
-	var pos []int64
-	for flat := int64(0); flat < numel(shape); flat++ {
-		src := int64(0)
-		for j := range mm.Sizes {
-			coord := (flat / ostr[off+j]) % shape[off+j]
-			if mm.Sizes[j] != 1 {
-				src += coord * mstr[j]
-			}
-		}
-		if mask[src] != 0 {
-			pos = append(pos, flat)
-		}
-	}
+	pos := maskPositions(mask, mm.Sizes, shape)
 	k := int64(len(pos))
 	if k > sm.Numel() {
 		return nil, Errorf("masked_scatter: expected source to have at least %d elements, got %d", k, sm.Numel())

@@ -256,6 +256,27 @@ func nonzero(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{c.R.Int64Tensor(coords, shape)}, nil
 }
 
+// maskPositions returns the flat positions in shape where mask (of sizes
+// msizes, broadcast to shape) is nonzero, in row-major order.
+func maskPositions(mask []int64, msizes, shape []int64) []int64 {
+	mstr := contiguous(msizes)
+	ostr := contiguous(shape)
+	off := len(shape) - len(msizes)
+	var pos []int64
+	for flat := int64(0); flat < numel(shape); flat++ {
+		src := int64(0)
+		for j := range msizes {
+			if msizes[j] != 1 {
+				src += (flat / ostr[off+j]) % shape[off+j] * mstr[j]
+			}
+		}
+		if mask[src] != 0 {
+			pos = append(pos, flat)
+		}
+	}
+	return pos
+}
+
 // maskedSelect is masked_select(self, mask): the elements where the broadcast mask holds.
 func maskedSelect(c *Ctx) ([]*hlo.Value, error) {
 	m, mm := c.Meta(0), c.Meta(1)
@@ -271,22 +292,7 @@ func maskedSelect(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	// Broadcast the mask on the host, then gather the selected flat positions.
-	mstr := contiguous(mm.Sizes)
-	ostr := contiguous(shape)
-	off := len(shape) - len(mm.Sizes)
-	var pos []int64
-	for flat := int64(0); flat < numel(shape); flat++ {
-		src := int64(0)
-		for j := range mm.Sizes {
-			coord := (flat / ostr[off+j]) % shape[off+j]
-			if mm.Sizes[j] != 1 {
-				src += coord * mstr[j]
-			}
-		}
-		if mask[src] != 0 {
-			pos = append(pos, flat)
-		}
-	}
+	pos := maskPositions(mask, mm.Sizes, shape)
 	if len(pos) == 0 {
 		return []*hlo.Value{full(c.B, m.DType, []int64{0}, 0)}, nil
 	}
