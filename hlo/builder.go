@@ -26,7 +26,7 @@ type node struct {
 type Builder struct {
 	params  []*Value
 	nodes   []*node
-	regions int
+	counter *int // numbers regions; shared with nested region builders
 }
 
 // NewBuilder returns an empty builder.

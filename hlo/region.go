@@ -5,13 +5,29 @@ import (
 	"strings"
 )
 
+// regionCounter returns the counter that numbers regions across a builder and
+// every region nested in it, so value names stay unique in nested scopes.
+func (b *Builder) regionCounter() *int {
+	if b.counter == nil {
+		b.counter = new(int)
+	}
+	return b.counter
+}
+
 // region builds the body of a region op (reduce, scatter, sort) with a fresh
 // builder whose parameters are the block arguments, and prints it as
-// "({ ^bb0(...): ... })". Values get names private to the region.
+// "({ ^bb0(...): ... })".
 func (b *Builder) region(argTypes []Type, body func(rb *Builder, args []*Value) []*Value) string {
-	b.regions++
-	prefix := "%r" + strconv.Itoa(b.regions) + "_"
-	rb := NewBuilder()
+	return "(" + b.block(argTypes, body) + ")"
+}
+
+// block builds one region "{ ^bb0(...): ... }" whose values get names private
+// to it. Ops in the block may have several results and regions of their own.
+func (b *Builder) block(argTypes []Type, body func(rb *Builder, args []*Value) []*Value) string {
+	counter := b.regionCounter()
+	*counter++
+	prefix := "%r" + strconv.Itoa(*counter) + "_"
+	rb := &Builder{counter: counter}
 	args := make([]*Value, len(argTypes))
 	for i, t := range argTypes {
 		args[i] = rb.Param(t)
@@ -19,7 +35,7 @@ func (b *Builder) region(argTypes []Type, body func(rb *Builder, args []*Value) 
 	outs := body(rb, args)
 	names := map[*Value]string{}
 	var sb strings.Builder
-	sb.WriteString("({\n    ^bb0(")
+	sb.WriteString("{\n    ^bb0(")
 	for i, a := range args {
 		names[a] = prefix + "a" + strconv.Itoa(i)
 		if i > 0 {
@@ -30,16 +46,24 @@ func (b *Builder) region(argTypes []Type, body func(rb *Builder, args []*Value) 
 	sb.WriteString("):\n")
 	for i, n := range rb.nodes {
 		name := prefix + strconv.Itoa(i)
-		mustf(len(n.results) == 1, "region ops must have one result")
-		names[n.results[0]] = name
-		sb.WriteString("      " + name + " = \"" + n.op + "\"(")
+		sb.WriteString("      ")
+		if len(n.results) == 1 {
+			names[n.results[0]] = name
+			sb.WriteString(name)
+		} else {
+			for k, r := range n.results {
+				names[r] = name + "#" + strconv.Itoa(k)
+			}
+			sb.WriteString(name + ":" + strconv.Itoa(len(n.results)))
+		}
+		sb.WriteString(" = \"" + n.op + "\"(")
 		for k, o := range n.operands {
 			if k > 0 {
 				sb.WriteString(", ")
 			}
 			sb.WriteString(names[o])
 		}
-		sb.WriteString(")")
+		sb.WriteString(")" + n.regions)
 		if n.attrs != "" {
 			sb.WriteString(" " + n.attrs)
 		}
@@ -54,6 +78,6 @@ func (b *Builder) region(argTypes []Type, body func(rb *Builder, args []*Value) 
 		sb.WriteString(names[o])
 		types = append(types, o.T.String())
 	}
-	sb.WriteString(") : (" + strings.Join(types, ", ") + ") -> ()\n    })")
+	sb.WriteString(") : (" + strings.Join(types, ", ") + ") -> ()\n    }")
 	return sb.String()
 }
