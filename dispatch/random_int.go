@@ -127,9 +127,13 @@ func nativeDropoutBackward(c *Ctx) ([]*hlo.Value, error) {
 		return nil, Errorf("Mask should be Bool Scalar Type %s", mk.DType)
 	}
 	b := c.B
+	// The float scale promotes integral and bool gradients to the default float dtype, as on CPU.
 	e := g.DType.Elem()
+	if !g.DType.IsFloat() {
+		e = Float32.Elem()
+	}
 	s := b.BroadcastTo(c.R.Scalar(c.Float(2, 1), e), g.Sizes)
-	return []*hlo.Value{b.Mul(b.Mul(c.T(0), b.Convert(c.T(1), e)), s)}, nil
+	return []*hlo.Value{b.Mul(b.Mul(b.Convert(c.T(0), e), b.Convert(c.T(1), e)), s)}, nil
 }
 
 func init() {

@@ -137,8 +137,21 @@ def fallbacks():
     return {k: v for k, v in torch.tpu.metrics()["cpu_fallbacks"].items() if v}
 
 
+def result_tol(want):
+    """The default (rtol, atol) of the least precise floating result in want, as PyTorch's assertEqual picks
+    when no tolerance is given: integer and bool inputs can have floating results (cos of an int64 tensor)."""
+    floats = [t.dtype for t in tree_tensors(want) if t.is_floating_point() or t.is_complex()]
+    if not floats and not tree_tensors(want) and isinstance(want, float):
+        floats = [torch.float64]
+    tols = [default_tol(d) for d in floats]
+    return (max(t[0] for t in tols), max(t[1] for t in tols)) if tols else (0.0, 0.0)
+
+
 def compare(got, want, rtol, atol):
-    """None when got matches want (dtypes, shapes, values within tolerance), else the first line of why."""
+    """None when got matches want (dtypes, shapes, values within tolerance), else the first line of why.
+    A floating result is held at least to its own dtype's default tolerance, whatever the input dtype."""
+    frtol, fatol = result_tol(want)
+    rtol, atol = max(rtol, frtol), max(atol, fatol)
     try:
         torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True)
         return None
