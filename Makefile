@@ -19,7 +19,9 @@ export TORCHTPU_PLUGIN_PATH := $(PLUGIN_DIR)/xla_cpu_pjrt.so
 export PYTHONPATH := $(ROOT)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 .PHONY: build run test test-go test-py env clean bench conformance
-build: $(LIB)
+# The shim's translation units compile in parallel, one per core.
+build:
+	@$(MAKE) --no-print-directory -j$(shell nproc) $(LIB)
 
 env:
 	@echo $(VENV)
