@@ -122,6 +122,10 @@ func sdpaFlashCPU(c *Ctx) ([]*hlo.Value, error) {
 	}
 	b := c.B
 	p, sum, lse := a.expScores(b)
+	if in := c.Meta(0).DType; in != a.d {
+		// CPU's kernel rounds the exponentials to the input's half type before the matmul.
+		p = b.Convert(b.Convert(p, in.Elem()), a.d.Elem())
+	}
 	bd := seq(len(a.batch))
 	nb := int64(len(a.batch))
 	out := b.DotGeneral(p, a.v, bd, bd, []int64{nb + 1}, []int64{nb})
