@@ -1,47 +1,66 @@
 package dispatch
 
-import (
-	"math"
-
-	"torchtpu/hlo"
-)
+import "torchtpu/hlo"
 
 // frexpParts describes a float format for frexp's bit manipulation.
 type frexpParts struct {
-	bits      hlo.Elem
-	mantBits  int64
-	expMask   float64 // the exponent field's mask after shifting
-	bias      int64   // exponent bias minus one: frexp's mantissa is in [0.5, 1)
-	minNormal float64 // smallest normal magnitude
-	subShift  int64   // power of two that scales a subnormal into the normal range
+	bits     hlo.Elem // the integer type of the same width
+	mantBits int64    // fraction bits
+	expMask  float64  // the exponent field's mask after shifting
+	bias     int64    // exponent bias minus one: frexp's mantissa is in [0.5, 1)
+	subExp   int64    // a subnormal is its fraction times 2**-subExp
+}
+
+func frexpFormat(e hlo.Elem) frexpParts {
+	if e == hlo.F64 {
+		return frexpParts{hlo.S64, 52, 0x7ff, 1022, 1074}
+	}
+	return frexpParts{hlo.S32, 23, 0xff, 126, 149}
+}
+
+// frexpNormal splits the bits of normal numbers: the mantissa bits (sign and
+// fraction kept, exponent set to 2**-1) and the exponent. It uses integer
+// operations only, since the backend may flush subnormals in float arithmetic.
+func frexpNormal(b *hlo.Builder, p frexpParts, bits *hlo.Value) (*hlo.Value, *hlo.Value) {
+	s := bits.T.Shape
+	num := func(v float64) *hlo.Value { return b.BroadcastTo(b.Scalar(p.bits, v), s) }
+	shift := num(float64(p.mantBits))
+	field := b.And(b.ShiftRightLogical(bits, shift), num(p.expMask))
+	keep := b.Not(b.ShiftLeft(num(p.expMask), shift))
+	mant := b.Or(b.And(bits, keep), b.ShiftLeft(num(float64(p.bias)), shift))
+	return mant, b.Sub(field, num(float64(p.bias)))
 }
 
 // frexpOf splits x (float32 or float64) into a mantissa in [0.5, 1) with x's
 // sign and an int32 exponent, so that x = mantissa * 2**exponent. Zero, Inf
-// and NaN give the value itself and exponent 0, as C's frexp does.
+// and NaN give the value itself and exponent 0, as C's frexp does. A
+// subnormal's fraction, converted exactly to a normal float, gives its
+// mantissa; its exponent is shifted by the subnormal scale.
 func frexpOf(b *hlo.Builder, x *hlo.Value) (*hlo.Value, *hlo.Value) {
-	p := frexpParts{hlo.S32, 23, 0xff, 126, math.SmallestNonzeroFloat32 * (1 << 23), 24}
-	if x.T.Elem == hlo.F64 {
-		p = frexpParts{hlo.S64, 52, 0x7ff, 1022, 0x1p-1022, 54}
-	}
+	p := frexpFormat(x.T.Elem)
 	s := x.T.Shape
-	num := func(e hlo.Elem, v float64) *hlo.Value { return b.BroadcastTo(b.Scalar(e, v), s) }
-	zero := num(x.T.Elem, 0)
-	sub := b.And(b.Compare(hlo.LT, b.Abs(x), num(x.T.Elem, p.minNormal)), b.Compare(hlo.NE, x, zero))
-	scaled := b.Select(sub, b.Mul(x, num(x.T.Elem, math.Ldexp(1, int(p.subShift)))), x)
-	bits := b.BitcastConvert(scaled, p.bits)
-	shift := num(p.bits, float64(p.mantBits))
-	expField := b.And(b.ShiftRightLogical(bits, shift), num(p.bits, p.expMask))
-	e := b.Sub(expField, num(p.bits, float64(p.bias)))
-	e = b.Sub(e, b.Select(sub, num(p.bits, float64(p.subShift)), num(p.bits, 0)))
-	// Keep the sign and fraction, set the exponent field to bias (2**-1).
-	keep := b.Not(b.ShiftLeft(num(p.bits, p.expMask), shift))
-	mbits := b.Or(b.And(bits, keep), b.ShiftLeft(num(p.bits, float64(p.bias)), shift))
-	mant := b.BitcastConvert(mbits, x.T.Elem)
-	special := b.Or(b.Compare(hlo.EQ, x, zero), b.Not(b.IsFinite(x)))
-	mant = b.Select(special, x, mant)
-	e = b.Select(special, num(p.bits, 0), e)
-	return mant, b.Convert(e, hlo.S32)
+	num := func(v float64) *hlo.Value { return b.BroadcastTo(b.Scalar(p.bits, v), s) }
+	bits := b.BitcastConvert(x, p.bits)
+	shift := num(float64(p.mantBits))
+	field := b.And(b.ShiftRightLogical(bits, shift), num(p.expMask))
+	fracMask := b.Sub(b.ShiftLeft(num(1), shift), num(1))
+	frac := b.And(bits, fracMask)
+	sign := b.And(bits, b.ShiftLeft(num(1), num(float64(p.bits.Bits()-1))))
+	zero := num(0)
+
+	mant, e := frexpNormal(b, p, bits)
+	subBits := b.BitcastConvert(b.Convert(frac, x.T.Elem), p.bits)
+	subMant, subE := frexpNormal(b, p, subBits)
+	subMant = b.Or(subMant, sign)
+	subE = b.Sub(subE, num(float64(p.subExp)))
+	sub := b.And(b.Compare(hlo.EQ, field, zero), b.Compare(hlo.NE, frac, zero))
+	mant = b.Select(sub, subMant, mant)
+	e = b.Select(sub, subE, e)
+
+	special := b.Or(b.Compare(hlo.EQ, b.Or(field, frac), zero), b.Compare(hlo.EQ, field, num(p.expMask)))
+	mant = b.Select(special, bits, mant)
+	e = b.Select(special, zero, e)
+	return b.BitcastConvert(mant, x.T.Elem), b.Convert(e, hlo.S32)
 }
 
 // frexpRule is frexp.Tensor(self): (mantissa, exponent); half types are
