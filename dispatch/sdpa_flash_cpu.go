@@ -129,7 +129,9 @@ func sdpaFlashCPU(c *Ctx) ([]*hlo.Value, error) {
 	bd := seq(len(a.batch))
 	nb := int64(len(a.batch))
 	out := b.DotGeneral(p, a.v, bd, bd, []int64{nb + 1}, []int64{nb})
-	out = b.Div(out, b.BroadcastInDim(sum, out.T.Shape, a.rowDims()))
+	// CPU multiplies by the reciprocal of the row sum.
+	inv := b.Div(full(b, a.d, sum.T.Shape, 1), sum)
+	out = b.Mul(out, b.BroadcastInDim(inv, out.T.Shape, a.rowDims()))
 	return []*hlo.Value{b.Convert(out, c.Meta(0).DType.Elem()), b.Convert(lse, a.d.Elem())}, nil
 }
 
