@@ -28,7 +28,10 @@ func histEdges(b *hlo.Builder, e hlo.Elem, lo, hi *hlo.Value, bins int64) *hlo.V
 func (c *Ctx) outerEdges(x *hlo.Value, m, d int64, rangeArg int) ([]*hlo.Value, []*hlo.Value, error) {
 	b := c.B
 	var los, his []*hlo.Value
-	rng := c.Args[rangeArg].Doubles
+	var rng []float64
+	if c.Has(rangeArg) {
+		rng = c.Args[rangeArg].Doubles
+	}
 	if c.Has(rangeArg) && int64(len(rng)) != 2*d {
 		return nil, nil, Errorf("histogramdd(): for a %d-dimensional histogram range should have %d elements, but got %d", d, 2*d, len(rng))
 	}
