@@ -51,8 +51,14 @@ func TestMiscRules(t *testing.T) {
 				floatArg(0), boolArg(false), f32(h, 4, 6)}
 		}, "2x4x8xf32, 2x6x8xf32, 2x6x5xf32"},
 		{"aten::segment_reduce", func(h *harness) []Arg {
-			return []Arg{f32(h, 7, 3), strArg("max"), h.tensor(Int64, 4), none, none, intArg(0), boolArg(false), scalarInt(1)}
+			return []Arg{f32(h, 7, 3), strArg("max"), h.index([]int64{2, 0, 4, 1}, 4), none, none, intArg(0), boolArg(false), scalarInt(1)}
 		}, "4x3xf32"},
+		{"aten::segment_reduce", func(h *harness) []Arg {
+			return []Arg{f32(h, 7, 3), strArg("sum"), h.index([]int64{2, 0, 4}, 3), none, none, intArg(0), boolArg(false)}
+		}, "error: Expected all rows of lengths along axis to sum to data.size"},
+		{"aten::segment_reduce", func(h *harness) []Arg {
+			return []Arg{f32(h, 7, 3), strArg("sum"), h.index([]int64{8, -1}, 2), none, none, intArg(0), boolArg(false)}
+		}, "error: lengths contains negative value!"},
 		{"aten::segment_reduce", func(h *harness) []Arg {
 			return []Arg{f32(h, 7, 3), strArg("median"), none, none, h.tensor(Int64, 5)}
 		}, "error: unsupported reduction median"},

@@ -61,7 +61,42 @@ func (c *Ctx) segmentLayout(data TensorMeta, li, oi, axisArg int) (*segLayout, e
 	return l, nil
 }
 
-// spread broadcasts a [O, N, I] value to [O, N, S, I].
+// checkLengths makes CPU's checks on lengths (argument 2) unless unsafe
+// (argument 6) is set: no negative length, and each row sums to data's size
+// along axis. It reads lengths on the host, before any tensor value is read.
+func (c *Ctx) checkLengths(data TensorMeta) error {
+	if c.Bool(6, false) || !c.Has(2) {
+		return nil
+	}
+	axis, err := wrapDim(c.Int(5, 0), data.Rank())
+	if err != nil {
+		return err
+	}
+	lens, err := c.R.Int64s(c.Args[2].Handles[0])
+	if err != nil {
+		return err
+	}
+	lm := c.Meta(2)
+	s := int64(1)
+	if lm.Rank() > 0 {
+		s = lm.Sizes[lm.Rank()-1]
+	}
+	for start := int64(0); start < int64(len(lens)); start += max(s, 1) {
+		sum := int64(0)
+		for _, v := range lens[start:min(start+max(s, 1), int64(len(lens)))] {
+			if v < 0 {
+				return Errorf("lengths contains negative value!")
+			}
+			sum += v
+		}
+		if sum != data.Sizes[axis] {
+			return Errorf("segment_reduce(): Expected all rows of lengths along axis to sum to data.size(lengths.dim()-1) when !unsafe.")
+		}
+	}
+	return nil
+}
+
+// spreadRows broadcasts a [O, N, I] value to [O, N, S, I].
 func (l *segLayout) spreadRows(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	return b.BroadcastInDim(x, []int64{l.O, l.N, l.S, l.I}, []int64{0, 1, 3})
 }
@@ -96,6 +131,9 @@ func segIdentity(reduce string, e hlo.Elem) (float64, hlo.Reducer, error) {
 // entry. Empty segments give initial, or the reduction's identity (NaN for mean).
 func segmentReduce(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
+	if err := c.checkLengths(m); err != nil {
+		return nil, err
+	}
 	l, err := c.segmentLayout(m, 2, 4, 5)
 	if err != nil {
 		return nil, err
