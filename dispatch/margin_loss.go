@@ -72,12 +72,37 @@ func (c *Ctx) multiMarginArgs(x, t, p, margin, weight int) (*multiMargin, error)
 	return mm, nil
 }
 
+// checkMarginTargets reads the targets (argument t) on the host, before any
+// tensor value is read, and checks that each names a class of self (argument x).
+func (c *Ctx) checkMarginTargets(x, t int) error {
+	_, k, err := marginFrames(c.Meta(x))
+	if err != nil {
+		return err
+	}
+	if tm := c.Meta(t); tm.DType != Int64 {
+		return Errorf("expected scalar type Long but found %s", scalarTypeName(tm.DType))
+	}
+	ts, err := c.R.Int64s(c.Args[t].Handles[0])
+	if err != nil {
+		return err
+	}
+	for _, v := range ts {
+		if v < 0 || v >= k {
+			return Errorf("target out of range")
+		}
+	}
+	return nil
+}
+
 // multiMarginLoss is multi_margin_loss(self, target, p, margin, weight,
 // reduction): per frame, the sum over other classes of
 // max(0, margin - x[y] + x[i])**p * weight[y], divided by the class count.
 func multiMarginLoss(c *Ctx) ([]*hlo.Value, error) {
 	red, err := reductionArg(c, 5)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.checkMarginTargets(0, 1); err != nil {
 		return nil, err
 	}
 	mm, err := c.multiMarginArgs(0, 1, 2, 3, 4)

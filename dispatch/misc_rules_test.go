@@ -28,6 +28,9 @@ func TestMiscRules(t *testing.T) {
 		{"aten::multi_margin_loss", func(h *harness) []Arg {
 			return []Arg{f32(h, 4, 5), h.tensor(Int64, 4), scalarInt(3), scalarInt(1), none, intArg(1)}
 		}, "error: only p == 1 and p == 2 supported"},
+		{"aten::multi_margin_loss", func(h *harness) []Arg {
+			return []Arg{f32(h, 2, 5), h.index([]int64{0, 5}, 2), scalarInt(1), scalarInt(1), none, intArg(1)}
+		}, "error: target out of range"},
 		{"aten::multi_margin_loss_backward", func(h *harness) []Arg {
 			return []Arg{f32(h), f32(h, 4, 5), h.tensor(Int64, 4), scalarInt(2), floatArg(0.5), f32(h, 5), intArg(2)}
 		}, "4x5xf32"},
