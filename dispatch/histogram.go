@@ -1,0 +1,228 @@
+package dispatch
+
+import "torchtpu/hlo"
+
+// histEdges returns bins+1 evenly spaced edges from lo to hi (rank-0 f64
+// values) in element type e, as CPU's linspace forms them: from the start
+// for the first half, from the end for the second.
+func histEdges(b *hlo.Builder, e hlo.Elem, lo, hi *hlo.Value, bins int64) *hlo.Value {
+	n := bins + 1
+	t := hlo.T(e, n)
+	s := b.BroadcastTo(b.Convert(lo, e), []int64{n})
+	end := b.BroadcastTo(b.Convert(hi, e), []int64{n})
+	step := b.Div(b.Sub(end, s), b.Constant(t, float64(bins)))
+	if bins == 0 {
+		step = b.Constant(t, 0)
+	}
+	i := b.Iota(t, 0)
+	fromStart := b.Add(s, b.Mul(step, i))
+	fromEnd := b.Sub(end, b.Mul(step, b.Sub(b.Constant(t, float64(bins)), i)))
+	first := b.Compare(hlo.LT, b.Iota(hlo.T(hlo.S64, n), 0), b.ConstantInt(hlo.T(hlo.S64, n), n/2))
+	return b.Select(first, fromStart, fromEnd)
+}
+
+// outerEdges returns the leftmost and rightmost edge (rank-0 f64) of each of
+// the D columns of x [M, D]: the range argument's pairs when given, else each
+// column's minimum and maximum (0 and 1 for empty input), widened by 0.5 on
+// both sides where they are equal.
+func (c *Ctx) outerEdges(x *hlo.Value, m, d int64, rangeArg int) ([]*hlo.Value, []*hlo.Value, error) {
+	b := c.B
+	var los, his []*hlo.Value
+	var rng []float64
+	if c.Has(rangeArg) {
+		rng = c.Args[rangeArg].Doubles
+	}
+	if c.Has(rangeArg) && int64(len(rng)) != 2*d {
+		return nil, nil, Errorf("histogramdd(): for a %d-dimensional histogram range should have %d elements, but got %d", d, 2*d, len(rng))
+	}
+	for k := int64(0); k < d; k++ {
+		var lo, hi *hlo.Value
+		switch {
+		case c.Has(rangeArg):
+			if rng[2*k] > rng[2*k+1] {
+				return nil, nil, Errorf("histogramdd(): min should not exceed max, but got min %g max %g for dimension %d", rng[2*k], rng[2*k+1], k)
+			}
+			lo, hi = c.R.Scalar(rng[2*k], hlo.F64), c.R.Scalar(rng[2*k+1], hlo.F64)
+		case m == 0:
+			lo, hi = b.Scalar(hlo.F64, 0), b.Scalar(hlo.F64, 1)
+		default:
+			col := b.Reshape(b.Slice(x, []int64{0, k}, []int64{m, k + 1}, []int64{1, 1}), m)
+			e := x.T.Elem
+			lo = b.Convert(b.Reduce(col, b.Scalar(e, hlo.Highest(e)), hlo.ReduceMin, 0), hlo.F64)
+			hi = b.Convert(b.Reduce(col, b.Scalar(e, hlo.Lowest(e)), hlo.ReduceMax, 0), hlo.F64)
+		}
+		same := b.Compare(hlo.EQ, lo, hi)
+		half := b.Scalar(hlo.F64, 0.5)
+		los = append(los, b.Select(same, b.Sub(lo, half), lo))
+		his = append(his, b.Select(same, b.Add(hi, half), hi))
+	}
+	return los, his, nil
+}
+
+// histCount bins the M points of x [M, D] by the edges of each column and
+// sums their weights (ones when weight is nil) per bin, as CPU does: a point
+// counts when it lies within the outer edges in every column, the bin is the
+// last edge not above it, and the last bin includes its right edge. With
+// density the counts are divided by their total and by each bin's widths.
+func histCount(b *hlo.Builder, x *hlo.Value, edges []*hlo.Value, weight *hlo.Value, density bool) *hlo.Value {
+	m, e := x.T.Shape[0], x.T.Elem
+	shape := make([]int64, len(edges))
+	valid := b.BroadcastTo(b.Scalar(hlo.Pred, 1), []int64{m})
+	flat := b.ConstantInt(hlo.T(hlo.S64, m), 0)
+	for k, ed := range edges {
+		nb := ed.T.Shape[0] - 1
+		shape[k] = nb
+		col := b.Reshape(b.Slice(x, []int64{0, int64(k)}, []int64{m, int64(k) + 1}, []int64{1, 1}), m)
+		me := []int64{m, nb + 1}
+		le := b.Compare(hlo.LE, b.BroadcastInDim(ed, me, []int64{1}), b.BroadcastInDim(col, me, []int64{0}))
+		pos := b.Reduce(b.Convert(le, hlo.S64), b.ConstantInt(hlo.T(hlo.S64), 0), hlo.ReduceSum, 1)
+		pos = b.Clamp(b.ConstantInt(hlo.T(hlo.S64), 0), b.Sub(pos, b.ConstantInt(hlo.T(hlo.S64, m), 1)), b.ConstantInt(hlo.T(hlo.S64), nb-1))
+		first := b.BroadcastTo(b.Reshape(b.Slice(ed, []int64{0}, []int64{1}, []int64{1})), []int64{m})
+		last := b.BroadcastTo(b.Reshape(b.Slice(ed, []int64{nb}, []int64{nb + 1}, []int64{1})), []int64{m})
+		valid = b.And(valid, b.And(b.Compare(hlo.GE, col, first), b.Compare(hlo.LE, col, last)))
+		flat = b.Add(b.Mul(flat, b.ConstantInt(hlo.T(hlo.S64, m), nb)), pos)
+	}
+	total := numel(shape)
+	w := b.Constant(hlo.T(e, m), 1)
+	if weight != nil {
+		w = weight
+	}
+	w = b.Select(valid, w, b.Constant(hlo.T(e, m), 0))
+	hist := b.Constant(hlo.T(e, total), 0)
+	if m > 0 && total > 0 {
+		hist = b.ScatterFlat(hist, flat, w, func(rb *hlo.Builder, old, new *hlo.Value) *hlo.Value { return rb.Add(old, new) })
+	}
+	hist = b.Reshape(hist, shape...)
+	if density {
+		sum := b.Reduce(hist, b.Scalar(e, 0), hlo.ReduceSum, seq(len(shape))...)
+		hist = b.Div(hist, b.BroadcastTo(sum, shape))
+		for k, ed := range edges {
+			nb := shape[k]
+			width := b.Sub(b.Slice(ed, []int64{1}, []int64{nb + 1}, []int64{1}), b.Slice(ed, []int64{0}, []int64{nb}, []int64{1}))
+			hist = b.Div(hist, b.BroadcastInDim(width, shape, []int64{int64(k)}))
+		}
+	}
+	return hist
+}
+
+// histInput reads self (argument 0) as [M, D] points, D = 1 for histogram
+// (flattened) or self's last dimension for histogramdd, and the optional
+// weight at argument wi as [M].
+func (c *Ctx) histInput(dd bool, wi int) (*hlo.Value, *hlo.Value, int64, int64, error) {
+	m := c.Meta(0)
+	if m.DType != Float32 && m.DType != Float64 {
+		return nil, nil, 0, 0, Errorf("torch.histogramdd: input tensor and bins tensors should have the same dtype, and it should be floating point, but got %s", scalarTypeName(m.DType))
+	}
+	d := int64(1)
+	if dd {
+		if m.Rank() < 2 {
+			return nil, nil, 0, 0, Errorf("torch.histogramdd: input tensor should have at least 2 dimensions, but got %d", m.Rank())
+		}
+		d = m.Sizes[m.Rank()-1]
+	}
+	pts := m.Numel() / max(d, 1)
+	x := c.B.Reshape(c.T(0), pts, d)
+	var w *hlo.Value
+	if c.Has(wi) {
+		wm := c.Meta(wi)
+		if wm.Numel() != pts || wm.DType != m.DType {
+			return nil, nil, 0, 0, Errorf("torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor excluding its innermost dimension, and the same dtype")
+		}
+		w = c.B.Reshape(c.T(wi), pts)
+	}
+	return x, w, pts, d, nil
+}
+
+// binCountEdges returns the edges of each dimension for the bins counts of
+// argument 1 and the range of argument 2.
+func (c *Ctx) binCountEdges(x *hlo.Value, m, d int64, bins []int64) ([]*hlo.Value, error) {
+	if int64(len(bins)) != d {
+		return nil, Errorf("histogramdd(): The size of bins must be equal to the innermost dimension of the input.")
+	}
+	los, his, err := c.outerEdges(x, m, d, 2)
+	if err != nil {
+		return nil, err
+	}
+	edges := make([]*hlo.Value, d)
+	for k := range edges {
+		if bins[k] <= 0 {
+			return nil, Errorf("histogramdd(): bins must be > 0, but got %d for dimension %d", bins[k], k)
+		}
+		edges[k] = histEdges(c.B, x.T.Elem, los[k], his[k], bins[k])
+	}
+	return edges, nil
+}
+
+// histogramBinCt is histogram.bin_ct(self, bins, *, range, weight, density) -> (hist, bin_edges).
+func histogramBinCt(c *Ctx) ([]*hlo.Value, error) {
+	x, w, m, d, err := c.histInput(false, 3)
+	if err != nil {
+		return nil, err
+	}
+	edges, err := c.binCountEdges(x, m, d, []int64{c.Int(1, 100)})
+	if err != nil {
+		return nil, err
+	}
+	return []*hlo.Value{histCount(c.B, x, edges, w, c.Bool(4, false)), edges[0]}, nil
+}
+
+// histogramBinsTensor is histogram.bins_tensor(self, bins, *, weight, density) -> (hist, bin_edges).
+func histogramBinsTensor(c *Ctx) ([]*hlo.Value, error) {
+	x, w, _, _, err := c.histInput(false, 2)
+	if err != nil {
+		return nil, err
+	}
+	bm := c.Meta(1)
+	if bm.Rank() != 1 || bm.Numel() < 1 || bm.DType != c.Meta(0).DType {
+		return nil, Errorf("torch.histogramdd: bins tensor should have one dimension and at least 1 element, and the input's dtype")
+	}
+	e := c.T(1)
+	return []*hlo.Value{histCount(c.B, x, []*hlo.Value{e}, w, c.Bool(3, false)), e}, nil
+}
+
+// histogramddBinEdges is _histogramdd_bin_edges(self, bins, *, range, weight, density) -> Tensor[].
+func histogramddBinEdges(c *Ctx) ([]*hlo.Value, error) {
+	x, _, m, d, err := c.histInput(true, 3)
+	if err != nil {
+		return nil, err
+	}
+	return c.binCountEdges(x, m, d, c.Ints(1, nil))
+}
+
+// histogramddFromBinCts is _histogramdd_from_bin_cts(self, bins, *, range, weight, density).
+func histogramddFromBinCts(c *Ctx) ([]*hlo.Value, error) {
+	x, w, m, d, err := c.histInput(true, 3)
+	if err != nil {
+		return nil, err
+	}
+	edges, err := c.binCountEdges(x, m, d, c.Ints(1, nil))
+	if err != nil {
+		return nil, err
+	}
+	return []*hlo.Value{histCount(c.B, x, edges, w, c.Bool(4, false))}, nil
+}
+
+// histogramddFromBinTensors is _histogramdd_from_bin_tensors(self, bins, *, weight, density).
+func histogramddFromBinTensors(c *Ctx) ([]*hlo.Value, error) {
+	x, w, _, d, err := c.histInput(true, 2)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(c.Args[1].Tensors)) != d {
+		return nil, Errorf("histogramdd(): The size of bins must be equal to the innermost dimension of the input.")
+	}
+	for _, t := range c.Args[1].Tensors {
+		if t.Rank() != 1 || t.Numel() < 1 {
+			return nil, Errorf("torch.histogramdd: bins tensors should have one dimension and at least 1 element")
+		}
+	}
+	return []*hlo.Value{histCount(c.B, x, c.List(1), w, c.Bool(3, false))}, nil
+}
+
+func init() {
+	def("aten::histogram.bin_ct", histogramBinCt, "aten::histogram.bin_ct_out")
+	def("aten::histogram.bins_tensor", histogramBinsTensor, "aten::histogram.bins_tensor_out")
+	def("aten::_histogramdd_bin_edges", histogramddBinEdges)
+	def("aten::_histogramdd_from_bin_cts", histogramddFromBinCts)
+	def("aten::_histogramdd_from_bin_tensors", histogramddFromBinTensors)
+}

@@ -1,0 +1,172 @@
+package dispatch
+
+import (
+	"math"
+
+	"torchtpu/hlo"
+)
+
+// attnArgs are the pieces of _scaled_dot_product_flash_attention_for_cpu and
+// its backward: queries [..., L, E], keys [..., S, E], values [..., S, Ev].
+type attnArgs struct {
+	q, k, v *hlo.Value // in the compute dtype
+	d       DType      // compute dtype (float32 for half types)
+	batch   []int64    // leading dimensions, shared by q, k and v
+	l, s    int64
+	scale   float64
+	bias    *hlo.Value // [..., L, S] additive mask (0 or -inf for bools, causal), or nil
+}
+
+func seq(n int) []int64 {
+	r := make([]int64, n)
+	for i := range r {
+		r[i] = int64(i)
+	}
+	return r
+}
+
+// readAttn reads q, k, v at qi, qi+1, qi+2, is_causal at causal, attn_mask
+// at mask and scale at scale.
+func (c *Ctx) readAttn(qi, causal, mask, scale int) (*attnArgs, error) {
+	qm, km, vm := c.Meta(qi), c.Meta(qi+1), c.Meta(qi+2)
+	r := qm.Rank()
+	if r < 2 || km.Rank() != r || vm.Rank() != r {
+		return nil, Errorf("scaled_dot_product_attention: expected query, key and value of one rank >= 2, got %s, %s, %s",
+			shapeString(qm.Sizes), shapeString(km.Sizes), shapeString(vm.Sizes))
+	}
+	if !qm.DType.IsFloat() || km.DType != qm.DType || vm.DType != qm.DType {
+		return nil, Errorf("scaled_dot_product_attention: expected query, key and value of one floating dtype")
+	}
+	batch := qm.Sizes[:r-2]
+	for i := range batch {
+		if km.Sizes[i] != batch[i] || vm.Sizes[i] != batch[i] {
+			return nil, Errorf("scaled_dot_product_attention: batch dimensions of query %s, key %s and value %s differ",
+				shapeString(qm.Sizes), shapeString(km.Sizes), shapeString(vm.Sizes))
+		}
+	}
+	if km.Sizes[r-1] != qm.Sizes[r-1] || km.Sizes[r-2] != vm.Sizes[r-2] {
+		return nil, Errorf("scaled_dot_product_attention: key %s does not fit query %s and value %s",
+			shapeString(km.Sizes), shapeString(qm.Sizes), shapeString(vm.Sizes))
+	}
+	b, d := c.B, opmathType(qm.DType)
+	a := &attnArgs{d: d, batch: batch, l: qm.Sizes[r-2], s: km.Sizes[r-2]}
+	a.q, a.k, a.v = b.Convert(c.T(qi), d.Elem()), b.Convert(c.T(qi+1), d.Elem()), b.Convert(c.T(qi+2), d.Elem())
+	a.scale = 1 / math.Sqrt(float64(qm.Sizes[r-1]))
+	if c.Has(scale) {
+		a.scale = c.Float(scale, a.scale)
+	}
+	ls := append(append([]int64{}, batch...), a.l, a.s)
+	if c.Has(mask) {
+		mm := c.Meta(mask)
+		mv := c.T(mask)
+		if mm.DType == Bool {
+			mv = b.Select(mv, full(b, d, mm.Sizes, 0), full(b, d, mm.Sizes, math.Inf(-1)))
+		} else {
+			mv = b.Convert(mv, d.Elem())
+		}
+		if _, err := BroadcastShapes(mm.Sizes, ls); err != nil {
+			return nil, Errorf("scaled_dot_product_attention: attn_mask %s does not broadcast to %s", shapeString(mm.Sizes), shapeString(ls))
+		}
+		a.bias = b.BroadcastTo(mv, ls)
+	}
+	if c.Bool(causal, false) {
+		allowed := b.Compare(hlo.LE, b.Iota(hlo.T(hlo.S64, ls...), r-1), b.Iota(hlo.T(hlo.S64, ls...), r-2))
+		cm := b.Select(allowed, full(b, d, ls, 0), full(b, d, ls, math.Inf(-1)))
+		if a.bias == nil {
+			a.bias = cm
+		} else {
+			a.bias = b.Add(a.bias, cm)
+		}
+	}
+	return a, nil
+}
+
+// scores returns the scaled, masked scores q k^T * scale + mask [..., L, S].
+func (a *attnArgs) scores(b *hlo.Builder) *hlo.Value {
+	nb := int64(len(a.batch))
+	bd := seq(len(a.batch))
+	sc := b.DotGeneral(a.q, a.k, bd, bd, []int64{nb + 1}, []int64{nb + 1})
+	sc = b.Mul(sc, full(b, a.d, sc.T.Shape, a.scale))
+	if a.bias != nil {
+		sc = b.Add(sc, a.bias)
+	}
+	return sc
+}
+
+// rowDims maps a [..., L] value into [..., L, S].
+func (a *attnArgs) rowDims() []int64 { return seq(len(a.batch) + 1) }
+
+// expScores returns exp(scores - rowmax) [..., L, S], its row sums and
+// logsumexp [..., L], as CPU's flash kernel forms them.
+func (a *attnArgs) expScores(b *hlo.Builder) (*hlo.Value, *hlo.Value, *hlo.Value) {
+	nb := int64(len(a.batch))
+	e := a.d.Elem()
+	sc := a.scores(b)
+	mx := b.Reduce(sc, b.Scalar(e, math.Inf(-1)), hlo.ReduceMax, nb+1)
+	// A fully masked row keeps max -inf; shift by 0 there so exp gives 0.
+	fin := b.Select(b.IsFinite(mx), mx, full(b, a.d, mx.T.Shape, 0))
+	p := b.Exp(b.Sub(sc, b.BroadcastInDim(fin, sc.T.Shape, a.rowDims())))
+	sum := b.Reduce(p, b.Scalar(e, 0), hlo.ReduceSum, nb+1)
+	return p, sum, b.Add(b.Log(sum), fin)
+}
+
+// sdpaFlashCPU is _scaled_dot_product_flash_attention_for_cpu(query, key,
+// value, dropout_p, is_causal, *, attn_mask, scale) -> (output, logsumexp).
+func sdpaFlashCPU(c *Ctx) ([]*hlo.Value, error) {
+	if c.Float(3, 0) != 0 {
+		return nil, Errorf("_scaled_dot_product_flash_attention_for_cpu: dropout_p > 0 is not supported on tpu")
+	}
+	a, err := c.readAttn(0, 4, 5, 6)
+	if err != nil {
+		return nil, err
+	}
+	b := c.B
+	p, sum, lse := a.expScores(b)
+	if in := c.Meta(0).DType; in != a.d {
+		// CPU's kernel rounds the exponentials to the input's half type before the matmul.
+		p = b.Convert(b.Convert(p, in.Elem()), a.d.Elem())
+	}
+	bd := seq(len(a.batch))
+	nb := int64(len(a.batch))
+	out := b.DotGeneral(p, a.v, bd, bd, []int64{nb + 1}, []int64{nb})
+	// CPU multiplies by the reciprocal of the row sum.
+	inv := b.Div(full(b, a.d, sum.T.Shape, 1), sum)
+	out = b.Mul(out, b.BroadcastInDim(inv, out.T.Shape, a.rowDims()))
+	return []*hlo.Value{b.Convert(out, c.Meta(0).DType.Elem()), b.Convert(lse, a.d.Elem())}, nil
+}
+
+// sdpaFlashCPUBackward is _scaled_dot_product_flash_attention_for_cpu_backward
+// (grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, *,
+// attn_mask, scale) -> (grad_query, grad_key, grad_value); the weights are
+// recomputed from the scores and logsumexp, and the softmax correction uses
+// the forward output, as CPU's kernel does.
+func sdpaFlashCPUBackward(c *Ctx) ([]*hlo.Value, error) {
+	if c.Float(6, 0) != 0 {
+		return nil, Errorf("_scaled_dot_product_flash_attention_for_cpu_backward: dropout_p > 0 is not supported on tpu")
+	}
+	a, err := c.readAttn(1, 7, 8, 9)
+	if err != nil {
+		return nil, err
+	}
+	b, e := c.B, a.d.Elem()
+	sc := a.scores(b)
+	lse := b.Convert(c.T(5), e)
+	p := b.Exp(b.Sub(sc, b.BroadcastInDim(lse, sc.T.Shape, a.rowDims())))
+	bd := seq(len(a.batch))
+	nb := int64(len(a.batch))
+	g := b.Convert(c.T(0), e)
+	dv := b.DotGeneral(p, g, bd, bd, []int64{nb}, []int64{nb})                              // [..., S, Ev]
+	dp := b.DotGeneral(g, a.v, bd, bd, []int64{nb + 1}, []int64{nb + 1})                    // [..., L, S]
+	rowDot := b.Reduce(b.Mul(g, b.Convert(c.T(4), e)), b.Scalar(e, 0), hlo.ReduceSum, nb+1) // [..., L]
+	ds := b.Mul(p, b.Sub(dp, b.BroadcastInDim(rowDot, dp.T.Shape, a.rowDims())))
+	ds = b.Mul(ds, full(b, a.d, ds.T.Shape, a.scale))
+	dq := b.DotGeneral(ds, a.k, bd, bd, []int64{nb + 1}, []int64{nb}) // [..., L, E]
+	dk := b.DotGeneral(ds, a.q, bd, bd, []int64{nb}, []int64{nb})     // [..., S, E]
+	el := c.Meta(1).DType.Elem()
+	return []*hlo.Value{b.Convert(dq, el), b.Convert(dk, el), b.Convert(dv, el)}, nil
+}
+
+func init() {
+	def("aten::_scaled_dot_product_flash_attention_for_cpu", sdpaFlashCPU, "")
+	def("aten::_scaled_dot_product_flash_attention_for_cpu_backward", sdpaFlashCPUBackward, "")
+}
