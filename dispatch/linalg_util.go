@@ -129,3 +129,12 @@ func luFirstIndex(b *hlo.Builder, bad *hlo.Value) *hlo.Value {
 	none := b.Compare(hlo.EQ, m, b.ConstantInt(m.T, n+1))
 	return b.Select(none, b.ConstantInt(m.T, 0), m)
 }
+
+// luStarts returns dynamic-slice starts of nb zeros followed by rest.
+func luStarts(b *hlo.Builder, nb int, rest ...*hlo.Value) []*hlo.Value {
+	st := make([]*hlo.Value, nb, nb+len(rest))
+	for d := range st {
+		st[d] = b.ConstantInt(hlo.T(hlo.S64), 0)
+	}
+	return append(st, rest...)
+}
