@@ -97,10 +97,10 @@ func solveCheckErrors(c *Ctx, fn string, info *hlo.Value) error {
 }
 
 // solveCore solves A X = rhs (left) or X A = rhs as PyTorch's linalg.solve
-// does for a contiguous A: it factors A^T and solves with the adjoint. It
-// returns the solution (rhs broadcast against A's batch) and the factorization.
+// does: it factors A and solves with the factors. It returns the solution
+// (rhs broadcast against A's batch) and the factorization.
 func solveCore(b *hlo.Builder, a, rhs *hlo.Value, left bool) (*hlo.Value, luResult, error) {
-	f := luFactor(b, luMT(b, a))
+	f := luFactor(b, a)
 	batch, err := luBroadcastBatch(a.T.Shape, rhs.T.Shape)
 	if err != nil {
 		return nil, f, err
@@ -109,7 +109,7 @@ func solveCore(b *hlo.Builder, a, rhs *hlo.Value, left bool) (*hlo.Value, luResu
 	n := a.T.Shape[r-1]
 	lu := luExpandBatch(b, f.LU, batch)
 	perm := b.BroadcastTo(f.Perm, luWith(batch, n))
-	x := luSolveWith(b, lu, perm, luExpandBatch(b, rhs, batch), left, true)
+	x := luSolveWith(b, lu, perm, luExpandBatch(b, rhs, batch), left, false)
 	return x, f, nil
 }
 
