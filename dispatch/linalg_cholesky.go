@@ -4,19 +4,51 @@ import (
 	"torchtpu/hlo"
 )
 
-// cholFactor returns the lower Cholesky factor of the matrices of a (the
-// strict upper triangle zeroed) and LAPACK's info: the order of the first
-// leading minor that is not positive-definite, or 0.
+// cholFactor returns the lower Cholesky factor of the matrices of a and
+// LAPACK's info: the order of the first leading minor that is not
+// positive-definite, or 0. It is potf2's left-looking loop over columns, so
+// a failed factorization leaves what LAPACK leaves: the finished columns,
+// the failing diagonal entry unsquared, and the rest of a's lower triangle.
 func cholFactor(b *hlo.Builder, a *hlo.Value) (*hlo.Value, *hlo.Value) {
-	batch := luBatch(a.T.Shape)
+	shape := a.T.Shape
+	r := len(shape)
+	n := shape[r-1]
+	batch := luBatch(shape)
+	info := b.ConstantInt(hlo.T(hlo.S32, batch...), 0)
 	if a.T.NumElements() == 0 {
-		return a, b.ConstantInt(hlo.T(hlo.S32, batch...), 0)
+		return a, info
 	}
-	l := luTril(b, b.Cholesky(a, true), 0)
-	d := luDiag(b, l)
-	// A failed step leaves a NaN (or non-positive) diagonal entry.
-	bad := b.Not(b.Compare(hlo.GT, d, b.Constant(d.T, 0)))
-	return l, luFirstIndex(b, bad)
+	bdims := luSeq(r - 2)
+	outs := b.For(n, []*hlo.Value{a, luTril(b, a, 0), info}, func(rb *hlo.Builder, j *hlo.Value, s []*hlo.Value) []*hlo.Value {
+		A, L, info := s[0], s[1], s[2]
+		zero := rb.ConstantInt(hlo.T(hlo.S64), 0)
+		it := hlo.T(hlo.S64, shape...)
+		jM := rb.BroadcastInDim(j, shape, nil)
+		rows, cols := rb.Iota(it, r-2), rb.Iota(it, r-1)
+		done := rb.Compare(hlo.NE, info, rb.ConstantInt(info.T, 0))
+		// Columns before j of L, and row j of them.
+		lj := rb.Select(rb.Compare(hlo.LT, cols, jM), L, rb.Constant(L.T, 0))
+		rowJ := rb.DynamicSlice(lj, luStarts(rb, r-2, j, zero), luWith(batch, 1, n))
+		colA := rb.DynamicSlice(A, luStarts(rb, r-2, zero, j), luWith(batch, n, 1))
+		col := rb.Sub(colA, luMatmul(rb, lj, luMT(rb, rowJ))) // (batch..., n, 1)
+		ajj := rb.Reshape(rb.DynamicSlice(col, luStarts(rb, r-2, j, zero), luWith(batch, 1, 1)), batch...)
+		ok := rb.Compare(hlo.GT, ajj, rb.Constant(ajj.T, 0))
+		fail := rb.And(rb.Not(ok), rb.Not(done))
+		j1 := rb.BroadcastInDim(rb.Add(rb.Convert(j, hlo.S32), rb.ConstantInt(hlo.T(hlo.S32), 1)), batch, nil)
+		info = rb.Select(fail, j1, info)
+		d := rb.Select(ok, rb.Sqrt(ajj), ajj)
+		dM := rb.BroadcastInDim(d, shape, bdims)
+		colM := rb.BroadcastInDim(rb.Reshape(col, luWith(batch, n)...), shape, luSeq(r-1))
+		inCol := rb.Compare(hlo.EQ, cols, jM)
+		isDiag := rb.And(inCol, rb.Compare(hlo.EQ, rows, jM))
+		below := rb.And(inCol, rb.Compare(hlo.GT, rows, jM))
+		live := rb.BroadcastInDim(rb.Not(done), shape, bdims)
+		okM := rb.BroadcastInDim(ok, shape, bdims)
+		L = rb.Select(rb.And(live, isDiag), dM, L)
+		L = rb.Select(rb.And(rb.And(live, okM), below), rb.Div(colM, dM), L)
+		return []*hlo.Value{A, L, info}
+	})
+	return outs[1], outs[2]
 }
 
 // cholCheckErrors raises PyTorch's error for a nonzero info when asked to.
