@@ -17,6 +17,9 @@ func detParts(b *hlo.Builder, f luResult, e hlo.Elem) (*hlo.Value, *hlo.Value) {
 	return sign, luDiag(b, f.LU)
 }
 
+// PyTorch factors A^T for a contiguous A (it is A's column-major copy) and
+// its backward solves with that factorization, so det and slogdet do too.
+
 // detCheck checks a determinant's input.
 func detCheck(fn string, m TensorMeta) error {
 	if err := luSquareCheck(fn, m, "A"); err != nil {
@@ -32,7 +35,7 @@ func linalgDet(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	e := m.DType.Elem()
-	f := luFactor(c.B, c.T(0))
+	f := luFactor(c.B, luMT(c.B, c.T(0)))
 	sign, d := detParts(c.B, f, e)
 	prod := c.B.Reduce(d, c.B.Constant(hlo.T(e), 1), hlo.ReduceMul, int64(d.T.Rank()-1))
 	return []*hlo.Value{c.B.Mul(sign, prod), f.LU, f.Pivots}, nil
@@ -45,7 +48,7 @@ func linalgSlogdet(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	e := m.DType.Elem()
-	f := luFactor(c.B, c.T(0))
+	f := luFactor(c.B, luMT(c.B, c.T(0)))
 	sign, d := detParts(c.B, f, e)
 	last := int64(d.T.Rank() - 1)
 	dsign := c.B.Reduce(c.B.Sign(d), c.B.Constant(hlo.T(e), 1), hlo.ReduceMul, last)
