@@ -75,7 +75,9 @@ func luFactor(b *hlo.Builder, a *hlo.Value) luResult {
 		safe := rb.Select(zeroPiv, rb.Constant(pivV.T, 1), pivV)
 		col = rb.Reshape(rb.DynamicSlice(A, at(zero, i), luWith(batch, m, 1)), luWith(batch, m)...)
 		below := rb.Compare(hlo.GT, rowIdx, kVec)
-		l := rb.Select(below, rb.Div(col, rb.BroadcastInDim(safe, col.T.Shape, bdims)), rb.Constant(col.T, 0))
+		// LAPACK scales by the reciprocal of the pivot.
+		recip := rb.Div(rb.Constant(safe.T, 1), safe)
+		l := rb.Select(below, rb.Mul(col, rb.BroadcastInDim(recip, col.T.Shape, bdims)), rb.Constant(col.T, 0))
 		colT := hlo.T(hlo.S64, luWith(batch, n)...)
 		right := rb.Compare(hlo.GT, rb.Iota(colT, r-2), rb.BroadcastInDim(i, colT.Shape, nil))
 		u := rb.Select(right, rowP, rb.Constant(rowP.T, 0))
