@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"reflect"
+
 	"torchtpu/hlo"
 )
 
@@ -17,8 +19,46 @@ func detParts(b *hlo.Builder, f luResult, e hlo.Elem) (*hlo.Value, *hlo.Value) {
 	return sign, luDiag(b, f.LU)
 }
 
-// PyTorch factors A^T for a contiguous A (it is A's column-major copy) and
-// its backward solves with that factorization, so det and slogdet do too.
+// detFactor factors A^T when A is contiguous (it is A's column-major copy)
+// and A otherwise, as PyTorch's det and slogdet do: their backward picks the
+// adjoint of its solve by the same test, so the factors must agree with it.
+func detFactor(c *Ctx) luResult {
+	a := c.T(0)
+	if argContiguous(c, 0) {
+		a = luMT(c.B, a)
+	}
+	return luFactor(c.B, a)
+}
+
+// argContiguous reports whether tensor argument i is contiguous in
+// PyTorch's sense (row-major strides for every dimension of size > 1). It
+// reads the Strides field of the engine's tensor descriptor, which rules
+// otherwise do not see; a handle without one counts as contiguous.
+func argContiguous(c *Ctx, i int) bool {
+	v := reflect.ValueOf(c.Args[i].Handles[0])
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return true
+	}
+	f := v.FieldByName("Strides")
+	if !f.IsValid() || f.Kind() != reflect.Slice {
+		return true
+	}
+	sizes := c.Meta(i).Sizes
+	if f.Len() != len(sizes) || numel(sizes) == 0 {
+		return true
+	}
+	want := int64(1)
+	for d := len(sizes) - 1; d >= 0; d-- {
+		if sizes[d] != 1 && f.Index(d).Int() != want {
+			return false
+		}
+		want *= sizes[d]
+	}
+	return true
+}
 
 // detCheck checks a determinant's input.
 func detCheck(fn string, m TensorMeta) error {
@@ -35,7 +75,7 @@ func linalgDet(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	e := m.DType.Elem()
-	f := luFactor(c.B, luMT(c.B, c.T(0)))
+	f := detFactor(c)
 	sign, d := detParts(c.B, f, e)
 	prod := c.B.Reduce(d, c.B.Constant(hlo.T(e), 1), hlo.ReduceMul, int64(d.T.Rank()-1))
 	return []*hlo.Value{c.B.Mul(sign, prod), f.LU, f.Pivots}, nil
@@ -48,7 +88,7 @@ func linalgSlogdet(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	e := m.DType.Elem()
-	f := luFactor(c.B, luMT(c.B, c.T(0)))
+	f := detFactor(c)
 	sign, d := detParts(c.B, f, e)
 	last := int64(d.T.Rank() - 1)
 	dsign := c.B.Reduce(c.B.Sign(d), c.B.Constant(hlo.T(e), 1), hlo.ReduceMul, last)

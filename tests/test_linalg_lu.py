@@ -99,3 +99,8 @@ def test_ldl(mode):
     check(torch.linalg.ldl_factor_ex, a)
     ld, piv = torch.linalg.ldl_factor(a)
     check(torch.linalg.ldl_solve, ld, piv, randn(2, 5, 2))
+
+
+def test_det_grad_of_transposed_input(mode):
+    a = well_conditioned(4, 4)
+    check_grad(lambda a: [torch.linalg.det(a.mT), torch.linalg.slogdet(a.mT)[1]], a)
