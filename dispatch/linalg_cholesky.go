@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"fmt"
+
 	"torchtpu/hlo"
 )
 
@@ -51,20 +53,6 @@ func cholFactor(b *hlo.Builder, a *hlo.Value) (*hlo.Value, *hlo.Value) {
 	return outs[1], outs[2]
 }
 
-// cholCheckErrors raises PyTorch's error for a nonzero info when asked to.
-func cholCheckErrors(c *Ctx, fn string, info *hlo.Value) error {
-	vals, err := c.R.Int64Values(info)
-	if err != nil {
-		return err
-	}
-	for _, v := range vals {
-		if v != 0 {
-			return Errorf("%s: The factorization could not be completed because the input is not positive-definite (the leading minor of order %d is not positive-definite).", fn, v)
-		}
-	}
-	return nil
-}
-
 // linalgCholeskyEx is linalg_cholesky_ex(self, *, upper, check_errors) -> (L, info).
 func linalgCholeskyEx(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
@@ -74,12 +62,15 @@ func linalgCholeskyEx(c *Ctx) ([]*hlo.Value, error) {
 	if err := luFloatCheck("linalg.cholesky", m); err != nil {
 		return nil, err
 	}
-	l, info := cholFactor(c.B, c.T(0))
 	if c.Bool(2, false) {
-		if err := cholCheckErrors(c, "linalg.cholesky", info); err != nil {
+		err := luRaise(c, m.Rank() > 2, func() *hlo.Value { _, info := cholFactor(c.B, c.T(0)); return info }, func(v int64) string {
+			return fmt.Sprintf("linalg.cholesky_ex: The factorization could not be completed because the input is not positive-definite (the leading minor of order %d is not positive-definite).", v)
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
+	l, info := cholFactor(c.B, c.T(0))
 	if c.Bool(1, false) {
 		l = luMT(c.B, l)
 	}

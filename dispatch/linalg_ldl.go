@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"fmt"
 	"math"
 
 	"torchtpu/hlo"
@@ -274,18 +275,15 @@ func linalgLdlFactorEx(c *Ctx) ([]*hlo.Value, error) {
 	if err := luFloatCheck("torch.linalg.ldl_factor_ex", m); err != nil {
 		return nil, err
 	}
-	ld, piv, info := ldlFactor(c.B, c.T(0))
 	if c.Bool(2, false) {
-		vals, err := c.R.Int64Values(info)
+		err := luRaise(c, false, func() *hlo.Value { _, _, info := ldlFactor(c.B, c.T(0)); return info }, func(v int64) string {
+			return fmt.Sprintf("torch.linalg.ldl_factor_ex: Unknown error code: %d.", v)
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, v := range vals {
-			if v != 0 {
-				return nil, Errorf("torch.linalg.ldl_factor_ex: The factorization could not be completed because the input is not invertible (D[%d,%d] is zero).", v, v)
-			}
-		}
 	}
+	ld, piv, info := ldlFactor(c.B, c.T(0))
 	return []*hlo.Value{ld, piv, info}, nil
 }
 

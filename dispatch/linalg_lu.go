@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"fmt"
+
 	"torchtpu/hlo"
 )
 
@@ -160,18 +162,15 @@ func linalgLuFactorEx(c *Ctx) ([]*hlo.Value, error) {
 	if !c.Bool(1, true) {
 		return nil, Errorf("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
 	}
-	f := luFactor(c.B, c.T(0))
 	if c.Bool(2, false) {
-		vals, err := c.R.Int64Values(f.Info)
+		err := luRaise(c, m.Rank() > 2, func() *hlo.Value { return luFactor(c.B, c.T(0)).Info }, func(v int64) string {
+			return fmt.Sprintf("torch.linalg.lu_factor_ex: U[%d,%d] is zero and using it on lu_solve would result in a division by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)", v, v)
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, v := range vals {
-			if v != 0 {
-				return nil, Errorf("torch.linalg.lu_factor: The factorization could not be completed because the input is not invertible (U[%d,%d] is zero).", v, v)
-			}
-		}
 	}
+	f := luFactor(c.B, c.T(0))
 	return []*hlo.Value{f.LU, f.Pivots, f.Info}, nil
 }
 

@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"fmt"
+
 	"torchtpu/hlo"
 )
 
@@ -82,20 +84,6 @@ func solveIsVectorRHS(a, b TensorMeta) bool {
 	return true
 }
 
-// solveCheckErrors raises linalg.solve's error for a singular input when asked to.
-func solveCheckErrors(c *Ctx, fn string, info *hlo.Value) error {
-	vals, err := c.R.Int64Values(info)
-	if err != nil {
-		return err
-	}
-	for _, v := range vals {
-		if v != 0 {
-			return Errorf("%s: The solver failed because the input matrix is singular.", fn)
-		}
-	}
-	return nil
-}
-
 // solveCore solves A X = rhs (left) or X A = rhs as PyTorch's linalg.solve
 // does: it factors A and solves with the factors. It returns the solution
 // (rhs broadcast against A's batch) and the factorization.
@@ -150,14 +138,21 @@ func linalgSolveEx(c *Ctx) ([]*hlo.Value, error) {
 		}
 		return nil, Errorf("linalg.solve: Incompatible shapes of A and B for the equation %s (%s and %s)", eq, dimsX(am.Sizes[am.Rank()-2:]), dimsX(rhs.T.Shape[rr-2:]))
 	}
+	if c.Bool(3, false) {
+		err := luRaise(c, am.Rank() > 2, func() *hlo.Value { return luFactor(c.B, c.T(0)).Info }, func(int64) string {
+			return "torch.linalg.solve_ex: The solver failed because the input matrix is singular."
+		})
+		if err != nil {
+			return nil, err
+		}
+		rhs = c.T(1)
+		if vector {
+			rhs = c.B.Reshape(rhs, append(append([]int64{}, bm.Sizes...), 1)...)
+		}
+	}
 	x, f, err := solveCore(c.B, c.T(0), rhs, left)
 	if err != nil {
 		return nil, err
-	}
-	if c.Bool(3, false) {
-		if err := solveCheckErrors(c, "torch.linalg.solve_ex", f.Info); err != nil {
-			return nil, err
-		}
 	}
 	if vector {
 		x = c.B.Reshape(x, x.T.Shape[:x.T.Rank()-1]...)
@@ -175,15 +170,18 @@ func linalgInvEx(c *Ctx) ([]*hlo.Value, error) {
 	if err := luFloatCheck("linalg.inv", am); err != nil {
 		return nil, err
 	}
+	if c.Bool(1, false) {
+		err := luRaise(c, am.Rank() > 2, func() *hlo.Value { return luFactor(c.B, c.T(0)).Info }, func(v int64) string {
+			return fmt.Sprintf("linalg.inv_ex: The diagonal element %d is zero, the inversion could not be completed because the input matrix is singular.", v)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	a := c.T(0)
 	x, f, err := solveCore(c.B, a, luEye(c.B, a.T.Elem, a.T.Shape), true)
 	if err != nil {
 		return nil, err
-	}
-	if c.Bool(1, false) {
-		if err := solveCheckErrors(c, "torch.linalg.inv_ex", f.Info); err != nil {
-			return nil, err
-		}
 	}
 	return []*hlo.Value{x, f.Info}, nil
 }

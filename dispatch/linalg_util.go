@@ -138,3 +138,25 @@ func luStarts(b *hlo.Builder, nb int, rest ...*hlo.Value) []*hlo.Value {
 	}
 	return append(st, rest...)
 }
+
+// luRaise implements check_errors=True: it reads the int32 info values that
+// infoOf computes to the host and returns PyTorch's error for the first
+// nonzero one (msg gives the text for an info value; batched inputs name
+// the batch element). Rules call it before building their results: the
+// read is a sync that starts a new graph, so values built before it are
+// stale and c.T must be read again.
+func luRaise(c *Ctx, batched bool, infoOf func() *hlo.Value, msg func(info int64) string) error {
+	vals, err := c.R.Int64Values(infoOf())
+	if err != nil {
+		return err
+	}
+	for i, v := range vals {
+		if v != 0 {
+			if batched {
+				return Errorf("(Batch element %d): %s", i, msg(v))
+			}
+			return Errorf("%s", msg(v))
+		}
+	}
+	return nil
+}

@@ -104,3 +104,17 @@ def test_ldl(mode):
 def test_det_grad_of_transposed_input(mode):
     a = well_conditioned(4, 4)
     check_grad(lambda a: [torch.linalg.det(a.mT), torch.linalg.slogdet(a.mT)[1]], a)
+
+
+def test_check_errors(mode):
+    z = torch.zeros(2, 3, 3, device="tpu")
+    with pytest.raises(RuntimeError, match="not positive-definite"):
+        torch.linalg.cholesky(z)
+    with pytest.raises(RuntimeError, match="singular"):
+        torch.linalg.inv(z)
+    with pytest.raises(RuntimeError, match="singular"):
+        torch.linalg.solve_ex(z, torch.ones(2, 3, device="tpu"), check_errors=True)
+    with pytest.raises(RuntimeError, match=r"U\[1,1\] is zero"):
+        torch.linalg.lu_factor(z)
+    info = torch.linalg.cholesky_ex(torch.eye(3, device="tpu"), check_errors=True).info
+    assert info.item() == 0
