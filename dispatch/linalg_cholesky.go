@@ -59,7 +59,7 @@ func linalgCholeskyEx(c *Ctx) ([]*hlo.Value, error) {
 	if err := luSquareCheck("linalg.cholesky", m, "A"); err != nil {
 		return nil, err
 	}
-	if err := luFloatCheck("linalg.cholesky", m); err != nil {
+	if err := luDTypeCheck("linalg.cholesky", "cholesky_cpu", false, m); err != nil {
 		return nil, err
 	}
 	if c.Bool(2, false) {
@@ -111,7 +111,7 @@ func choleskyInverse(c *Ctx) ([]*hlo.Value, error) {
 	if err := luSquareCheck("cholesky_inverse", m, "input"); err != nil {
 		return nil, err
 	}
-	if err := luFloatCheck("cholesky_inverse", m); err != nil {
+	if err := luDTypeCheck("cholesky_inverse", "cholesky_inverse_out_cpu", true, m); err != nil {
 		return nil, err
 	}
 	l := cholLower(c.B, c.T(0), c.Bool(1, false))

@@ -61,17 +61,17 @@ func argContiguous(c *Ctx, i int) bool {
 }
 
 // detCheck checks a determinant's input.
-func detCheck(fn string, m TensorMeta) error {
+func detCheck(fn, kernel string, m TensorMeta) error {
 	if err := luSquareCheck(fn, m, "A"); err != nil {
 		return err
 	}
-	return luFloatCheck(fn, m)
+	return luDTypeCheck(fn, kernel, false, m)
 }
 
 // linalgDet is _linalg_det(A) -> (result, LU, pivots).
 func linalgDet(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
-	if err := detCheck("linalg.det", m); err != nil {
+	if err := detCheck("linalg.det", "lu_cpu", m); err != nil {
 		return nil, err
 	}
 	e := m.DType.Elem()
@@ -84,7 +84,7 @@ func linalgDet(c *Ctx) ([]*hlo.Value, error) {
 // linalgSlogdet is _linalg_slogdet(A) -> (sign, logabsdet, LU, pivots).
 func linalgSlogdet(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
-	if err := detCheck("linalg.slogdet", m); err != nil {
+	if err := detCheck("linalg.slogdet", "", m); err != nil {
 		return nil, err
 	}
 	e := m.DType.Elem()

@@ -272,7 +272,7 @@ func linalgLdlFactorEx(c *Ctx) ([]*hlo.Value, error) {
 	if err := luSquareCheck("torch.linalg.ldl_factor_ex", m, "A"); err != nil {
 		return nil, err
 	}
-	if err := luFloatCheck("torch.linalg.ldl_factor_ex", m); err != nil {
+	if err := luDTypeCheck("torch.linalg.ldl_factor_ex", "ldl_factor_kernel_cpu", false, m); err != nil {
 		return nil, err
 	}
 	if c.Bool(2, false) {

@@ -156,7 +156,7 @@ func linalgLuFactorEx(c *Ctx) ([]*hlo.Value, error) {
 	if m.Rank() < 2 {
 		return nil, Errorf("torch.linalg.lu_factor: Expected tensor with 2 or more dimensions. Got size: %s instead", shapeString(m.Sizes))
 	}
-	if err := luFloatCheck("linalg.lu_factor", m); err != nil {
+	if err := luDTypeCheck("linalg.lu_factor", "lu_cpu", true, m); err != nil {
 		return nil, err
 	}
 	if !c.Bool(1, true) {
@@ -202,7 +202,7 @@ func linalgLu(c *Ctx) ([]*hlo.Value, error) {
 	if m.Rank() < 2 {
 		return nil, Errorf("linalg.lu: Expected tensor with 2 or more dimensions. Got size: %s instead", shapeString(m.Sizes))
 	}
-	if err := luFloatCheck("linalg.lu", m); err != nil {
+	if err := luDTypeCheck("linalg.lu", "lu_cpu", true, m); err != nil {
 		return nil, err
 	}
 	if !c.Bool(1, true) {

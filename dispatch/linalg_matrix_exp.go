@@ -95,7 +95,7 @@ func linalgMatrixExp(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	if !m.DType.IsFloat() {
-		return nil, notImplemented("linalg_matrix_exp", m.DType)
+		return nil, Errorf("linalg.matrix_exp: Expected a floating point or complex tensor as input. Got %s", scalarTypeName(m.DType))
 	}
 	a := c.T(0)
 	if m.Numel() == 0 {

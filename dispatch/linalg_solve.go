@@ -108,7 +108,7 @@ func linalgSolveEx(c *Ctx) ([]*hlo.Value, error) {
 	if err := luSquareCheck("linalg.solve", am, "A"); err != nil {
 		return nil, err
 	}
-	if err := luFloatCheck("linalg.solve", am); err != nil {
+	if err := luDTypeCheck("linalg.solve", "lu_cpu", false, am); err != nil {
 		return nil, err
 	}
 	if am.DType != bm.DType {

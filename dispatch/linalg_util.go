@@ -110,11 +110,26 @@ func luSquareCheck(fn string, m TensorMeta, arg string) error {
 }
 
 // luFloatCheck checks that m is float32 or float64, as LAPACK kernels need.
-func luFloatCheck(fn string, m TensorMeta) error {
-	if m.DType != Float32 && m.DType != Float64 {
-		return Errorf("%s: Expected a floating point or complex tensor as input. Got %s", fn, scalarTypeName(m.DType))
+func luFloatCheck(fn string, m TensorMeta) error { return luDTypeCheck(fn, "", false, m) }
+
+// luDTypeCheck checks that m is float32 or float64 with the error PyTorch's
+// CPU kernels give otherwise: half types fail in the kernel's dispatch
+// ("kernel" not implemented) or, without a kernel name, with fn's "Low
+// precision" check; integer types fail with fn's floating-point check, or
+// in the kernel's dispatch when intKernel holds.
+func luDTypeCheck(fn, kernel string, intKernel bool, m TensorMeta) error {
+	switch {
+	case m.DType == Float32 || m.DType == Float64:
+		return nil
+	case m.DType == Float16 || m.DType == BFloat16:
+		if kernel == "" {
+			return Errorf("%s: Low precision dtypes not supported. Got %s", fn, scalarTypeName(m.DType))
+		}
+		return notImplemented(kernel, m.DType)
+	case intKernel:
+		return notImplemented(kernel, m.DType)
 	}
-	return nil
+	return Errorf("%s: Expected a floating point or complex tensor as input. Got %s", fn, scalarTypeName(m.DType))
 }
 
 // luFirstIndex returns, for each batch entry of the boolean bad (batch..., n),
