@@ -77,7 +77,8 @@ func linalgCholeskyEx(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{l, info}, nil
 }
 
-// cholFactorArg returns the Cholesky factor argument as a lower factor.
+// cholLower returns a Cholesky factor argument (upper: U with A = U^T U) as
+// the lower factor L = U^T, its other triangle zeroed.
 func cholLower(b *hlo.Builder, f *hlo.Value, upper bool) *hlo.Value {
 	if upper {
 		return luTril(b, luMT(b, f), 0)

@@ -41,9 +41,9 @@ func luMT(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	return b.Transpose(x, perm...)
 }
 
-// luTriMask returns a boolean mask of shape (batch..., m, n) that holds where
-// col - row >= lo (lo = 0 with upper: the upper triangle) or, when !upper,
-// where col - row <= hi.
+// luBandMask returns a boolean mask of the given shape (batch..., m, n) that
+// holds where col - row >= k when upper (k = 0: the upper triangle) and where
+// col - row <= k otherwise.
 func luBandMask(b *hlo.Builder, shape []int64, upper bool, k int64) *hlo.Value {
 	r := len(shape)
 	t := hlo.T(hlo.S64, shape...)
