@@ -1,0 +1,166 @@
+package dispatch
+
+import (
+	"torchtpu/hlo"
+)
+
+// qrJacobiSweeps caps the Jacobi sweeps; they stop earlier once converged.
+const qrJacobiSweeps = 30
+
+// qrRotation returns the Jacobi rotation (c, s, t) that zeroes apq in the
+// symmetric 2x2 block [[app, apq], [apq, aqq]] (all [B]), as in Numerical
+// Recipes: theta = (aqq - app) / (2 apq), t = sign(theta) / (|theta| +
+// sqrt(theta^2 + 1)). Where rot is false (or apq is 0) it is the identity.
+func qrRotation(b *hlo.Builder, app, aqq, apq, rot *hlo.Value) (c, s, t *hlo.Value) {
+	sh := app.T.Shape
+	e := app.T.Elem
+	zero, one, two := qrFill(b, e, sh, 0), qrFill(b, e, sh, 1), qrFill(b, e, sh, 2)
+	rot = b.And(rot, b.Compare(hlo.NE, apq, zero))
+	theta := b.Div(b.Sub(aqq, app), b.Mul(two, b.Select(rot, apq, one)))
+	at := b.Abs(theta)
+	// For huge theta, 1 / (2 theta) avoids theta^2 overflowing.
+	big := b.Compare(hlo.GT, at, qrFill(b, e, sh, 1/qrEps(e)))
+	tt := b.Div(one, b.Add(at, b.Sqrt(b.Add(b.Mul(theta, theta), one))))
+	tt = b.Select(big, b.Div(one, b.Mul(two, b.Select(big, at, one))), tt)
+	tt = b.Select(b.Compare(hlo.LT, theta, zero), b.Neg(tt), tt)
+	t = b.Select(rot, tt, zero)
+	c = b.Rsqrt(b.Add(b.Mul(t, t), one))
+	s = b.Mul(t, c)
+	return c, s, t
+}
+
+// qrRotateCols replaces columns p and q of x [B, r, n] by c x_p - s x_q and
+// s x_p + c x_q (c, s are [B]).
+func qrRotateCols(b *hlo.Builder, x, p, q, c, s *hlo.Value) *hlo.Value {
+	xp, xq := qrCol(b, x, p), qrCol(b, x, q)
+	cb, sb := qrPerBatch(b, c, xp.T.Shape), qrPerBatch(b, s, xp.T.Shape)
+	np := b.Sub(b.Mul(cb, xp), b.Mul(sb, xq))
+	nq := b.Add(b.Mul(sb, xp), b.Mul(cb, xq))
+	return qrSetCol(b, qrSetCol(b, x, np, p), nq, q)
+}
+
+// qrRotateRows is qrRotateCols for rows.
+func qrRotateRows(b *hlo.Builder, x, p, q, c, s *hlo.Value) *hlo.Value {
+	xp, xq := qrRow(b, x, p), qrRow(b, x, q)
+	cb, sb := qrPerBatch(b, c, xp.T.Shape), qrPerBatch(b, s, xp.T.Shape)
+	np := b.Sub(b.Mul(cb, xp), b.Mul(sb, xq))
+	nq := b.Add(b.Mul(sb, xp), b.Mul(cb, xq))
+	return qrSetRow(b, qrSetRow(b, x, np, p), nq, q)
+}
+
+// qrPairs runs body over all index pairs (p, q) of 0..n-1 in row-major
+// order, carrying vals; body sees p, q as scalar int64 and a [B] mask that
+// is true when q > p (the pairs a cyclic Jacobi sweep visits).
+func qrPairs(b *hlo.Builder, n, nb int64, vals []*hlo.Value,
+	body func(rb *hlo.Builder, p, q, rot *hlo.Value, vals []*hlo.Value) []*hlo.Value) []*hlo.Value {
+	return b.For(n*n, vals, func(rb *hlo.Builder, i *hlo.Value, vals []*hlo.Value) []*hlo.Value {
+		nn := rb.ConstantInt(hlo.T(hlo.S64), n)
+		p, q := rb.Div(i, nn), rb.Rem(i, nn)
+		rot := rb.BroadcastTo(rb.Compare(hlo.GT, q, p), []int64{nb})
+		return body(rb, p, q, rot, vals)
+	})
+}
+
+// qrJacobiEigh diagonalizes the symmetric a [B, n, n] by cyclic Jacobi
+// rotations until its off-diagonal part is negligible, returning the
+// eigenvalues [B, n] in ascending order and the eigenvectors as columns.
+func qrJacobiEigh(b *hlo.Builder, a *hlo.Value) (*hlo.Value, []*hlo.Value) {
+	s := a.T.Shape
+	nb, n := s[0], s[1]
+	e := a.T.Elem
+	v := qrEye(b, e, s)
+	if a.T.NumElements() > 0 && n > 1 {
+		eps2 := qrEps(e) * qrEps(e)
+		init := []*hlo.Value{b.ConstantInt(hlo.T(hlo.S64), 0), a, v}
+		outs := b.While(init, func(rb *hlo.Builder, c []*hlo.Value) *hlo.Value {
+			a := c[1]
+			sq := rb.Mul(a, a)
+			frob := qrSum(rb, sq, 1, 2)
+			off := qrSum(rb, qrSelectZero(rb, rb.Not(rb.Compare(hlo.EQ, qrIota(rb, s, 1), qrIota(rb, s, 2))), sq), 1, 2)
+			big := rb.Compare(hlo.GT, off, rb.Mul(frob, qrFill(rb, e, []int64{nb}, eps2)))
+			anyBig := rb.Reduce(big, rb.Scalar(hlo.Pred, 0), hlo.ReduceOr, 0)
+			more := rb.Compare(hlo.LT, c[0], rb.ConstantInt(hlo.T(hlo.S64), qrJacobiSweeps))
+			return rb.And(anyBig, more)
+		}, func(rb *hlo.Builder, c []*hlo.Value) []*hlo.Value {
+			outs := qrPairs(rb, n, nb, c[1:], func(rb *hlo.Builder, p, q, rot *hlo.Value, c []*hlo.Value) []*hlo.Value {
+				a, v := c[0], c[1]
+				app, aqq, apq := qrAt(rb, a, p, p), qrAt(rb, a, q, q), qrAt(rb, a, p, q)
+				cs, sn, t := qrRotation(rb, app, aqq, apq, rot)
+				a = qrRotateRows(rb, a, p, q, cs, sn)
+				a = qrRotateCols(rb, a, p, q, cs, sn)
+				a = qrSetAt(rb, a, rb.Sub(app, rb.Mul(t, apq)), p, p)
+				a = qrSetAt(rb, a, rb.Add(aqq, rb.Mul(t, apq)), q, q)
+				zero := qrFill(rb, e, []int64{nb}, 0)
+				a = qrSetAt(rb, a, rb.Select(rot, zero, qrAt(rb, a, p, q)), p, q)
+				a = qrSetAt(rb, a, rb.Select(rot, zero, qrAt(rb, a, q, p)), q, p)
+				v = qrRotateCols(rb, v, p, q, cs, sn)
+				return []*hlo.Value{a, v}
+			})
+			return append([]*hlo.Value{rb.Add(c[0], rb.ConstantInt(hlo.T(hlo.S64), 1))}, outs...)
+		})
+		a, v = outs[1], outs[2]
+	}
+	w := qrSum(b, qrSelectZero(b, b.Compare(hlo.EQ, qrIota(b, s, 1), qrIota(b, s, 2)), a), 2)
+	return qrSortCols(b, w, false, v)
+}
+
+// qrSortCols sorts the values w [B, n] (ascending, or descending when
+// desc) and permutes the columns of each x [B, r, n] the same way.
+func qrSortCols(b *hlo.Builder, w *hlo.Value, desc bool, xs ...*hlo.Value) (*hlo.Value, []*hlo.Value) {
+	nb, n := w.T.Shape[0], w.T.Shape[1]
+	if n <= 1 {
+		return w, xs
+	}
+	dir := hlo.LT
+	if desc {
+		dir = hlo.GT
+	}
+	sorted := b.Sort(1, func(rb *hlo.Builder, a []*hlo.Value) *hlo.Value {
+		return rb.Compare(dir, a[0], a[1])
+	}, w, qrIota(b, []int64{nb, n}, 1))
+	// perm[j] is the old column of new column j: P[i, j] = (perm[j] == i).
+	ps := []int64{nb, n, n}
+	pm := b.Convert(b.Compare(hlo.EQ, qrIota(b, ps, 1), qrAlong(b, sorted[1], ps, 2)), w.T.Elem)
+	out := make([]*hlo.Value, len(xs))
+	for i, x := range xs {
+		out[i] = qrMatmul(b, x, pm)
+	}
+	return sorted[0], out
+}
+
+// linalgEigh is _linalg_eigh(A, UPLO, compute_v): the eigenvalues (ascending)
+// and eigenvectors of the symmetric matrix stored in A's UPLO triangle.
+func linalgEigh(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	uplo := c.Str(1, "L")
+	computeV := c.Bool(2, true)
+	if m.Rank() < 2 {
+		return nil, Errorf("linalg.eigh: The input tensor A must have at least 2 dimensions.")
+	}
+	r, n := m.Sizes[m.Rank()-2], m.Sizes[m.Rank()-1]
+	if r != n {
+		return nil, Errorf("linalg.eigh: A must be batches of square matrices, but they are %d by %d matrices", r, n)
+	}
+	if uplo != "L" && uplo != "U" && uplo != "l" && uplo != "u" {
+		return nil, Errorf("Expected UPLO argument to be 'L' or 'U', but got %s", uplo)
+	}
+	if err := qrFloatCheck("linalg_eigh_cpu", m); err != nil {
+		return nil, err
+	}
+	b := c.B
+	a := qrFlat(b, c.T(0))
+	s := a.T.Shape
+	keep := qrTriMask(b, s, 0, uplo == "U" || uplo == "u")
+	a = b.Select(keep, a, qrTrans(b, a))
+	w, vs := qrJacobiEigh(b, a)
+	batch := m.Sizes[:m.Rank()-2]
+	vec := qrFill(b, a.T.Elem, []int64{0}, 0)
+	if computeV {
+		vec = qrUnflat(b, vs[0], batch)
+	}
+	return []*hlo.Value{qrUnflat(b, w, batch), vec}, nil
+}
+
+func init() {
+	def("aten::_linalg_eigh", linalgEigh, "aten::_linalg_eigh.eigenvalues")
+}
