@@ -1,0 +1,129 @@
+package dispatch
+
+import (
+	"math"
+
+	"torchtpu/hlo"
+)
+
+// qrJacobiSVD orthogonalizes the columns of a [B, m, n] (m >= n) by
+// one-sided (Hestenes) Jacobi rotations, accumulated in v [B, n, n], until
+// every pair of columns is orthogonal to working precision. It returns the
+// rotated a (columns u_j sigma_j) and v.
+func qrJacobiSVD(b *hlo.Builder, a *hlo.Value) (*hlo.Value, *hlo.Value) {
+	s := a.T.Shape
+	nb, m, n := s[0], s[1], s[2]
+	e := a.T.Elem
+	v := qrEye(b, e, []int64{nb, n, n})
+	if a.T.NumElements() == 0 || n < 2 {
+		return a, v
+	}
+	tol := qrEps(e) * math.Sqrt(float64(m))
+	sc := hlo.T(e)
+	init := []*hlo.Value{b.ConstantInt(hlo.T(hlo.S64), 0), b.Constant(sc, math.Inf(1)), a, v}
+	outs := b.While(init, func(rb *hlo.Builder, c []*hlo.Value) *hlo.Value {
+		more := rb.Compare(hlo.LT, c[0], rb.ConstantInt(hlo.T(hlo.S64), qrJacobiSweeps))
+		return rb.And(more, rb.Compare(hlo.GT, c[1], rb.Constant(sc, tol)))
+	}, func(rb *hlo.Builder, c []*hlo.Value) []*hlo.Value {
+		init := []*hlo.Value{rb.Constant(sc, 0), c[2], c[3]}
+		outs := qrPairs(rb, n, nb, init, func(rb *hlo.Builder, p, q, rot *hlo.Value, c []*hlo.Value) []*hlo.Value {
+			worst, a, v := c[0], c[1], c[2]
+			up, uq := qrCol(rb, a, p), qrCol(rb, a, q)
+			alpha := qrSum(rb, rb.Mul(up, up), 1)
+			beta := qrSum(rb, rb.Mul(uq, uq), 1)
+			gamma := qrSum(rb, rb.Mul(up, uq), 1)
+			zero, one := qrFill(rb, e, []int64{nb}, 0), qrFill(rb, e, []int64{nb}, 1)
+			live := rb.And(rot, rb.Compare(hlo.NE, gamma, zero))
+			den := rb.Sqrt(rb.Mul(alpha, beta))
+			ratio := rb.Select(live, rb.Div(rb.Abs(gamma), rb.Select(live, den, one)), zero)
+			worst = rb.Max(worst, rb.Reduce(ratio, rb.Constant(sc, 0), hlo.ReduceMax, 0))
+			cs, sn, _ := qrRotation(rb, alpha, beta, gamma, live)
+			a = qrRotateCols(rb, a, p, q, cs, sn)
+			v = qrRotateCols(rb, v, p, q, cs, sn)
+			return []*hlo.Value{worst, a, v}
+		})
+		return []*hlo.Value{rb.Add(c[0], rb.ConstantInt(hlo.T(hlo.S64), 1)), outs[0], outs[1], outs[2]}
+	})
+	return outs[2], outs[3]
+}
+
+// qrSVDTall is the SVD of a [B, m, n] with m >= n: u [B, m, m or n] (full
+// or not), the singular values [B, n] in descending order and v [B, n, n].
+// The left vectors are re-orthonormalized (and completed to a basis) by a
+// Householder QR of the normalized columns, whose zero columns (those of
+// zero singular values) sort last.
+func qrSVDTall(b *hlo.Builder, a *hlo.Value, full bool) (*hlo.Value, *hlo.Value, *hlo.Value) {
+	s := a.T.Shape
+	nb, m, n := s[0], s[1], s[2]
+	e := a.T.Elem
+	a, v := qrJacobiSVD(b, a)
+	sig := b.Sqrt(qrSum(b, b.Mul(a, a), 1))
+	sig, xs := qrSortCols(b, sig, true, a, v)
+	a, v = xs[0], xs[1]
+	pos := b.Compare(hlo.GT, sig, qrFill(b, e, sig.T.Shape, 0))
+	inv := b.Select(pos, b.Div(qrFill(b, e, sig.T.Shape, 1), b.Select(pos, sig, qrFill(b, e, sig.T.Shape, 1))), qrFill(b, e, sig.T.Shape, 0))
+	un := b.Mul(a, qrAlong(b, inv, s, 2))
+	p := n
+	if full {
+		p = m
+	}
+	qa, tau := qrGeqrf(b, un)
+	u := qrReflect(b, qa, tau, qrEye(b, e, []int64{nb, m, p}), true, false)
+	// Column j of Q times sign(R_jj) is u_j; columns past n keep their sign.
+	diag := qrSum(b, qrSelectZero(b, b.Compare(hlo.EQ, qrIota(b, s, 1), qrIota(b, s, 2)), qa), 1)
+	sign := b.Select(b.Compare(hlo.LT, diag, qrFill(b, e, diag.T.Shape, 0)), qrFill(b, e, diag.T.Shape, -1), qrFill(b, e, diag.T.Shape, 1))
+	if p > n {
+		sign = b.Concatenate(1, sign, qrFill(b, e, []int64{nb, p - n}, 1))
+	}
+	u = b.Mul(u, qrAlong(b, sign, u.T.Shape, 2))
+	return u, sig, v
+}
+
+// linalgSVD is _linalg_svd(A, full_matrices, compute_uv, *, driver): U, S
+// (descending) and Vh with A = U diag(S) Vh.
+func linalgSVD(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	full, computeUV := c.Bool(1, false), c.Bool(2, true)
+	if m.Rank() < 2 {
+		return nil, Errorf("linalg.svd: input should have at least 2 dimensions, but has %d dimensions instead", m.Rank())
+	}
+	if c.Has(3) {
+		return nil, Errorf("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with cuSOLVER backend.")
+	}
+	if err := qrFloatCheck("linalg_svd_cpu", m); err != nil {
+		return nil, err
+	}
+	b := c.B
+	batch := m.Sizes[:m.Rank()-2]
+	u, sig, vh := qrSVD(b, qrFlat(b, c.T(0)), full)
+	if !computeUV {
+		empty := qrFill(b, sig.T.Elem, []int64{0}, 0)
+		return []*hlo.Value{empty, qrUnflat(b, sig, batch), empty}, nil
+	}
+	return []*hlo.Value{qrUnflat(b, u, batch), qrUnflat(b, sig, batch), qrUnflat(b, vh, batch)}, nil
+}
+
+// qrSVD is the SVD of a [B, m, n]: U, S and Vh (not V), by the tall case
+// of a or of its transpose.
+func qrSVD(b *hlo.Builder, a *hlo.Value, full bool) (*hlo.Value, *hlo.Value, *hlo.Value) {
+	nb, m, n := a.T.Shape[0], a.T.Shape[1], a.T.Shape[2]
+	e := a.T.Elem
+	if m == 0 || n == 0 || nb == 0 {
+		k := min(m, n)
+		um, vn := k, k
+		if full {
+			um, vn = m, n
+		}
+		return qrEye(b, e, []int64{nb, m, um}), qrFill(b, e, []int64{nb, k}, 0), qrEye(b, e, []int64{nb, vn, n})
+	}
+	if m >= n {
+		u, sig, v := qrSVDTall(b, a, full)
+		return u, sig, qrTrans(b, v)
+	}
+	u, sig, v := qrSVDTall(b, qrTrans(b, a), full)
+	return v, sig, qrTrans(b, u)
+}
+
+func init() {
+	def("aten::_linalg_svd", linalgSVD, "aten::_linalg_svd.U")
+}
