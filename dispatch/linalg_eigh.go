@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"math"
+
 	"torchtpu/hlo"
 )
 
@@ -61,47 +63,62 @@ func qrPairs(b *hlo.Builder, n, nb int64, vals []*hlo.Value,
 	})
 }
 
-// qrJacobiEigh diagonalizes the symmetric a [B, n, n] by cyclic Jacobi
-// rotations until its off-diagonal part is negligible, returning the
+// qrJacobiEigh diagonalizes the symmetric a [B, n, n] by parallel cyclic
+// Jacobi rounds until its off-diagonal part is negligible, returning the
 // eigenvalues [B, n] in ascending order and the eigenvectors as columns.
 func qrJacobiEigh(b *hlo.Builder, a *hlo.Value) (*hlo.Value, []*hlo.Value) {
 	s := a.T.Shape
 	nb, n := s[0], s[1]
 	e := a.T.Elem
-	v := qrEye(b, e, s)
-	if a.T.NumElements() > 0 && n > 1 {
-		eps2 := qrEps(e) * qrEps(e)
-		init := []*hlo.Value{b.ConstantInt(hlo.T(hlo.S64), 0), a, v}
-		outs := b.While(init, func(rb *hlo.Builder, c []*hlo.Value) *hlo.Value {
-			a := c[1]
-			sq := rb.Mul(a, a)
-			frob := qrSum(rb, sq, 1, 2)
-			off := qrSum(rb, qrSelectZero(rb, rb.Not(rb.Compare(hlo.EQ, qrIota(rb, s, 1), qrIota(rb, s, 2))), sq), 1, 2)
-			big := rb.Compare(hlo.GT, off, rb.Mul(frob, qrFill(rb, e, []int64{nb}, eps2)))
-			anyBig := rb.Reduce(big, rb.Scalar(hlo.Pred, 0), hlo.ReduceOr, 0)
-			more := rb.Compare(hlo.LT, c[0], rb.ConstantInt(hlo.T(hlo.S64), qrJacobiSweeps))
-			return rb.And(anyBig, more)
-		}, func(rb *hlo.Builder, c []*hlo.Value) []*hlo.Value {
-			outs := qrPairs(rb, n, nb, c[1:], func(rb *hlo.Builder, p, q, rot *hlo.Value, c []*hlo.Value) []*hlo.Value {
-				a, v := c[0], c[1]
-				app, aqq, apq := qrAt(rb, a, p, p), qrAt(rb, a, q, q), qrAt(rb, a, p, q)
-				cs, sn, t := qrRotation(rb, app, aqq, apq, rot)
-				a = qrRotateRows(rb, a, p, q, cs, sn)
-				a = qrRotateCols(rb, a, p, q, cs, sn)
-				a = qrSetAt(rb, a, rb.Sub(app, rb.Mul(t, apq)), p, p)
-				a = qrSetAt(rb, a, rb.Add(aqq, rb.Mul(t, apq)), q, q)
-				zero := qrFill(rb, e, []int64{nb}, 0)
-				a = qrSetAt(rb, a, rb.Select(rot, zero, qrAt(rb, a, p, q)), p, q)
-				a = qrSetAt(rb, a, rb.Select(rot, zero, qrAt(rb, a, q, p)), q, p)
-				v = qrRotateCols(rb, v, p, q, cs, sn)
-				return []*hlo.Value{a, v}
-			})
-			return append([]*hlo.Value{rb.Add(c[0], rb.ConstantInt(hlo.T(hlo.S64), 1))}, outs...)
-		})
-		a, v = outs[1], outs[2]
+	if a.T.NumElements() == 0 || n < 2 {
+		return qrSum(b, a, 2), []*hlo.Value{qrEye(b, e, s)}
 	}
-	w := qrSum(b, qrSelectZero(b, b.Compare(hlo.EQ, qrIota(b, s, 1), qrIota(b, s, 2)), a), 2)
-	return qrSortCols(b, w, false, v)
+	ap, padded := qrPadOdd(b, a, true)
+	np := ap.T.Shape[1]
+	ps := ap.T.Shape
+	eps2 := qrEps(e) * qrEps(e)
+	outs := qrJacobiRounds(b, np, []*hlo.Value{ap, qrEye(b, e, ps)}, func(rb *hlo.Builder, c []*hlo.Value) *hlo.Value {
+		sq := rb.Mul(c[0], c[0])
+		frob := qrSum(rb, sq, 1, 2)
+		off := qrSum(rb, qrSelectZero(rb, rb.Not(qrDiagMask(rb, ps)), sq), 1, 2)
+		big := rb.Compare(hlo.GT, off, rb.Mul(frob, qrFill(rb, e, []int64{nb}, eps2)))
+		return rb.Reduce(big, rb.Scalar(hlo.Pred, 0), hlo.ReduceOr, 0)
+	}, func(rb *hlo.Builder, c []*hlo.Value) []*hlo.Value {
+		a, v := c[0], c[1]
+		diag := qrSum(rb, qrSelectZero(rb, qrDiagMask(rb, ps), a), 2)
+		app, aqq := qrPairSplit(rb, diag, 1)
+		ae, _ := qrPairSplit(rb, a, 1)
+		_, aeo := qrPairSplit(rb, ae, 2)
+		apq := qrSum(rb, qrSelectZero(rb, qrDiagMask(rb, aeo.T.Shape), aeo), 2)
+		rot := rb.BroadcastTo(rb.Scalar(hlo.Pred, 1), app.T.Shape)
+		cs, sn, t := qrRotation(rb, app, aqq, apq, rot)
+		a = qrRotatePairs(rb, qrRotatePairs(rb, a, cs, sn, 1), cs, sn, 2)
+		// The rotated 2x2 blocks get their exact values.
+		nd := qrPairJoin(rb, rb.Sub(app, rb.Mul(t, apq)), rb.Add(aqq, rb.Mul(t, apq)), 1)
+		isDiag := qrDiagMask(rb, ps)
+		a = rb.Select(isDiag, qrAlong(rb, nd, ps, 1), a)
+		two := qrFill(rb, hlo.S64, ps, 2)
+		sameBlock := rb.Compare(hlo.EQ, rb.Div(qrIota(rb, ps, 1), two), rb.Div(qrIota(rb, ps, 2), two))
+		a = qrSelectZero(rb, rb.Or(isDiag, rb.Not(sameBlock)), a)
+		v = qrRotatePairs(rb, v, cs, sn, 2)
+		return []*hlo.Value{qrRoundRobin(rb, qrRoundRobin(rb, a, 1), 2), qrRoundRobin(rb, v, 2)}
+	})
+	a, v := outs[0], outs[1]
+	w := qrSum(b, qrSelectZero(b, qrDiagMask(b, ps), a), 2)
+	if padded {
+		w = qrPadKey(b, w, v, math.Inf(1))
+	}
+	w, vs := qrSortCols(b, w, false, v)
+	if padded {
+		w = qrSliceDim(b, w, 1, 0, n)
+		vs[0] = qrSliceDim(b, qrSliceDim(b, vs[0], 1, 0, n), 2, 0, n)
+	}
+	return w, vs
+}
+
+// qrDiagMask is true on the main diagonal of shape [B, n, n].
+func qrDiagMask(b *hlo.Builder, shape []int64) *hlo.Value {
+	return b.Compare(hlo.EQ, qrIota(b, shape, 1), qrIota(b, shape, 2))
 }
 
 // qrSortCols sorts the values w [B, n] (ascending, or descending when
