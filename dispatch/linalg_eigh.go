@@ -31,38 +31,6 @@ func qrRotation(b *hlo.Builder, app, aqq, apq, rot *hlo.Value) (c, s, t *hlo.Val
 	return c, s, t
 }
 
-// qrRotateCols replaces columns p and q of x [B, r, n] by c x_p - s x_q and
-// s x_p + c x_q (c, s are [B]).
-func qrRotateCols(b *hlo.Builder, x, p, q, c, s *hlo.Value) *hlo.Value {
-	xp, xq := qrCol(b, x, p), qrCol(b, x, q)
-	cb, sb := qrPerBatch(b, c, xp.T.Shape), qrPerBatch(b, s, xp.T.Shape)
-	np := b.Sub(b.Mul(cb, xp), b.Mul(sb, xq))
-	nq := b.Add(b.Mul(sb, xp), b.Mul(cb, xq))
-	return qrSetCol(b, qrSetCol(b, x, np, p), nq, q)
-}
-
-// qrRotateRows is qrRotateCols for rows.
-func qrRotateRows(b *hlo.Builder, x, p, q, c, s *hlo.Value) *hlo.Value {
-	xp, xq := qrRow(b, x, p), qrRow(b, x, q)
-	cb, sb := qrPerBatch(b, c, xp.T.Shape), qrPerBatch(b, s, xp.T.Shape)
-	np := b.Sub(b.Mul(cb, xp), b.Mul(sb, xq))
-	nq := b.Add(b.Mul(sb, xp), b.Mul(cb, xq))
-	return qrSetRow(b, qrSetRow(b, x, np, p), nq, q)
-}
-
-// qrPairs runs body over all index pairs (p, q) of 0..n-1 in row-major
-// order, carrying vals; body sees p, q as scalar int64 and a [B] mask that
-// is true when q > p (the pairs a cyclic Jacobi sweep visits).
-func qrPairs(b *hlo.Builder, n, nb int64, vals []*hlo.Value,
-	body func(rb *hlo.Builder, p, q, rot *hlo.Value, vals []*hlo.Value) []*hlo.Value) []*hlo.Value {
-	return b.For(n*n, vals, func(rb *hlo.Builder, i *hlo.Value, vals []*hlo.Value) []*hlo.Value {
-		nn := rb.ConstantInt(hlo.T(hlo.S64), n)
-		p, q := rb.Div(i, nn), rb.Rem(i, nn)
-		rot := rb.BroadcastTo(rb.Compare(hlo.GT, q, p), []int64{nb})
-		return body(rb, p, q, rot, vals)
-	})
-}
-
 // qrJacobiEigh diagonalizes the symmetric a [B, n, n] by parallel cyclic
 // Jacobi rounds until its off-diagonal part is negligible, returning the
 // eigenvalues [B, n] in ascending order and the eigenvectors as columns.

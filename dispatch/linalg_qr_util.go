@@ -95,37 +95,11 @@ func qrCol(b *hlo.Builder, x, j *hlo.Value) *hlo.Value {
 	return b.Reshape(b.DynamicSlice(x, []*hlo.Value{z, z, j}, []int64{s[0], s[1], 1}), s[0], s[1])
 }
 
-// qrRow returns row i of x [B, m, n] as [B, n].
-func qrRow(b *hlo.Builder, x, i *hlo.Value) *hlo.Value {
-	s := x.T.Shape
-	z := b.ConstantInt(hlo.T(hlo.S64), 0)
-	return b.Reshape(b.DynamicSlice(x, []*hlo.Value{z, i, z}, []int64{s[0], 1, s[2]}), s[0], s[2])
-}
-
 // qrSetCol writes col [B, m] into column j of x.
 func qrSetCol(b *hlo.Builder, x, col, j *hlo.Value) *hlo.Value {
 	s := x.T.Shape
 	z := b.ConstantInt(hlo.T(hlo.S64), 0)
 	return b.DynamicUpdateSlice(x, b.Reshape(col, s[0], s[1], 1), []*hlo.Value{z, z, j})
-}
-
-// qrSetRow writes row [B, n] into row i of x.
-func qrSetRow(b *hlo.Builder, x, row, i *hlo.Value) *hlo.Value {
-	s := x.T.Shape
-	z := b.ConstantInt(hlo.T(hlo.S64), 0)
-	return b.DynamicUpdateSlice(x, b.Reshape(row, s[0], 1, s[2]), []*hlo.Value{z, i, z})
-}
-
-// qrAt returns x[:, i, j] as [B].
-func qrAt(b *hlo.Builder, x, i, j *hlo.Value) *hlo.Value {
-	z := b.ConstantInt(hlo.T(hlo.S64), 0)
-	return b.Reshape(b.DynamicSlice(x, []*hlo.Value{z, i, j}, []int64{x.T.Shape[0], 1, 1}), x.T.Shape[0])
-}
-
-// qrSetAt writes v [B] into x[:, i, j].
-func qrSetAt(b *hlo.Builder, x, v, i, j *hlo.Value) *hlo.Value {
-	z := b.ConstantInt(hlo.T(hlo.S64), 0)
-	return b.DynamicUpdateSlice(x, b.Reshape(v, x.T.Shape[0], 1, 1), []*hlo.Value{z, i, j})
 }
 
 // qrEye is the [B, m, n] identity (ones on the main diagonal).

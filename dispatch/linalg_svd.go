@@ -1,50 +1,46 @@
 package dispatch
 
 import (
-	"math"
-
 	"torchtpu/hlo"
 )
 
 // qrJacobiSVD orthogonalizes the columns of a [B, m, n] (m >= n) by
-// one-sided (Hestenes) Jacobi rotations, accumulated in v [B, n, n], until
-// every pair of columns is orthogonal to working precision. It returns the
-// rotated a (columns u_j sigma_j) and v.
-func qrJacobiSVD(b *hlo.Builder, a *hlo.Value) (*hlo.Value, *hlo.Value) {
+// one-sided (Hestenes) Jacobi rotations in parallel rounds, accumulated in
+// v [B, n, n], until every pair of columns is orthogonal to working
+// precision. It returns the rotated a (columns u_j sigma_j) and v, with an
+// extra zero column (and identity row and column in v) when n is odd.
+func qrJacobiSVD(b *hlo.Builder, a *hlo.Value) (*hlo.Value, *hlo.Value, bool) {
 	s := a.T.Shape
 	nb, m, n := s[0], s[1], s[2]
 	e := a.T.Elem
-	v := qrEye(b, e, []int64{nb, n, n})
 	if a.T.NumElements() == 0 || n < 2 {
-		return a, v
+		return a, qrEye(b, e, []int64{nb, n, n}), false
 	}
-	tol := qrEps(e) * math.Sqrt(float64(m))
-	sc := hlo.T(e)
-	init := []*hlo.Value{b.ConstantInt(hlo.T(hlo.S64), 0), b.Constant(sc, math.Inf(1)), a, v}
-	outs := b.While(init, func(rb *hlo.Builder, c []*hlo.Value) *hlo.Value {
-		more := rb.Compare(hlo.LT, c[0], rb.ConstantInt(hlo.T(hlo.S64), qrJacobiSweeps))
-		return rb.And(more, rb.Compare(hlo.GT, c[1], rb.Constant(sc, tol)))
+	ap, padded := qrPadOdd(b, a, false)
+	np := ap.T.Shape[2]
+	gs := []int64{nb, np, np}
+	tol := qrEps(e) * float64(m)
+	outs := qrJacobiRounds(b, np, []*hlo.Value{ap, qrEye(b, e, gs)}, func(rb *hlo.Builder, c []*hlo.Value) *hlo.Value {
+		g := qrMatmulTN(rb, c[0], c[0])
+		d := qrSum(rb, qrSelectZero(rb, qrDiagMask(rb, gs), g), 2)
+		dd := rb.Mul(qrAlong(rb, d, gs, 1), qrAlong(rb, d, gs, 2))
+		zero := qrFill(rb, e, gs, 0)
+		live := rb.And(rb.Not(qrDiagMask(rb, gs)), rb.Compare(hlo.GT, dd, zero))
+		ratio := rb.Div(rb.Abs(g), rb.Sqrt(rb.Select(live, dd, qrFill(rb, e, gs, 1))))
+		return rb.Compare(hlo.GT, qrMaxAll(rb, qrSelectZero(rb, live, ratio)), rb.Constant(hlo.T(e), tol))
 	}, func(rb *hlo.Builder, c []*hlo.Value) []*hlo.Value {
-		init := []*hlo.Value{rb.Constant(sc, 0), c[2], c[3]}
-		outs := qrPairs(rb, n, nb, init, func(rb *hlo.Builder, p, q, rot *hlo.Value, c []*hlo.Value) []*hlo.Value {
-			worst, a, v := c[0], c[1], c[2]
-			up, uq := qrCol(rb, a, p), qrCol(rb, a, q)
-			alpha := qrSum(rb, rb.Mul(up, up), 1)
-			beta := qrSum(rb, rb.Mul(uq, uq), 1)
-			gamma := qrSum(rb, rb.Mul(up, uq), 1)
-			zero, one := qrFill(rb, e, []int64{nb}, 0), qrFill(rb, e, []int64{nb}, 1)
-			live := rb.And(rot, rb.Compare(hlo.NE, gamma, zero))
-			den := rb.Sqrt(rb.Mul(alpha, beta))
-			ratio := rb.Select(live, rb.Div(rb.Abs(gamma), rb.Select(live, den, one)), zero)
-			worst = rb.Max(worst, rb.Reduce(ratio, rb.Constant(sc, 0), hlo.ReduceMax, 0))
-			cs, sn, _ := qrRotation(rb, alpha, beta, gamma, live)
-			a = qrRotateCols(rb, a, p, q, cs, sn)
-			v = qrRotateCols(rb, v, p, q, cs, sn)
-			return []*hlo.Value{worst, a, v}
-		})
-		return []*hlo.Value{rb.Add(c[0], rb.ConstantInt(hlo.T(hlo.S64), 1)), outs[0], outs[1], outs[2]}
+		a, v := c[0], c[1]
+		ue, uo := qrPairSplit(rb, a, 2)
+		alpha := qrSum(rb, rb.Mul(ue, ue), 1)
+		beta := qrSum(rb, rb.Mul(uo, uo), 1)
+		gamma := qrSum(rb, rb.Mul(ue, uo), 1)
+		rot := rb.BroadcastTo(rb.Scalar(hlo.Pred, 1), alpha.T.Shape)
+		cs, sn, _ := qrRotation(rb, alpha, beta, gamma, rot)
+		a = qrRotatePairs(rb, a, cs, sn, 2)
+		v = qrRotatePairs(rb, v, cs, sn, 2)
+		return []*hlo.Value{qrRoundRobin(rb, a, 2), qrRoundRobin(rb, v, 2)}
 	})
-	return outs[2], outs[3]
+	return outs[0], outs[1], padded
 }
 
 // qrSVDTall is the SVD of a [B, m, n] with m >= n: u [B, m, m or n] (full
@@ -56,10 +52,18 @@ func qrSVDTall(b *hlo.Builder, a *hlo.Value, full bool) (*hlo.Value, *hlo.Value,
 	s := a.T.Shape
 	nb, m, n := s[0], s[1], s[2]
 	e := a.T.Elem
-	a, v := qrJacobiSVD(b, a)
+	a, v, padded := qrJacobiSVD(b, a)
 	sig := b.Sqrt(qrSum(b, b.Mul(a, a), 1))
+	if padded {
+		sig = qrPadKey(b, sig, v, -1)
+	}
 	sig, xs := qrSortCols(b, sig, true, a, v)
 	a, v = xs[0], xs[1]
+	if padded {
+		sig = qrSliceDim(b, sig, 1, 0, n)
+		a = qrSliceDim(b, a, 2, 0, n)
+		v = qrSliceDim(b, qrSliceDim(b, v, 1, 0, n), 2, 0, n)
+	}
 	pos := b.Compare(hlo.GT, sig, qrFill(b, e, sig.T.Shape, 0))
 	inv := b.Select(pos, b.Div(qrFill(b, e, sig.T.Shape, 1), b.Select(pos, sig, qrFill(b, e, sig.T.Shape, 1))), qrFill(b, e, sig.T.Shape, 0))
 	un := b.Mul(a, qrAlong(b, inv, s, 2))
