@@ -19,7 +19,7 @@ func qrLstsqSolve(b *hlo.Builder, a, rhs, rcond *hlo.Value) qrLstsqOut {
 	nb, n := a.T.Shape[0], a.T.Shape[2]
 	k := rhs.T.Shape[2]
 	e := a.T.Elem
-	u, sig, vh := qrSVD(b, a, false)
+	u, sig, vh := qrSVD(b, a, false, true)
 	p := sig.T.Shape[1]
 	var x, rank *hlo.Value
 	if p == 0 {

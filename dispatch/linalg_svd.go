@@ -47,8 +47,8 @@ func qrJacobiSVD(b *hlo.Builder, a *hlo.Value) (*hlo.Value, *hlo.Value, bool) {
 // or not), the singular values [B, n] in descending order and v [B, n, n].
 // The left vectors are re-orthonormalized (and completed to a basis) by a
 // Householder QR of the normalized columns, whose zero columns (those of
-// zero singular values) sort last.
-func qrSVDTall(b *hlo.Builder, a *hlo.Value, full bool) (*hlo.Value, *hlo.Value, *hlo.Value) {
+// zero singular values) sort last. Without uv only the values are computed.
+func qrSVDTall(b *hlo.Builder, a *hlo.Value, full, uv bool) (*hlo.Value, *hlo.Value, *hlo.Value) {
 	s := a.T.Shape
 	nb, m, n := s[0], s[1], s[2]
 	e := a.T.Elem
@@ -63,6 +63,9 @@ func qrSVDTall(b *hlo.Builder, a *hlo.Value, full bool) (*hlo.Value, *hlo.Value,
 		sig = qrSliceDim(b, sig, 1, 0, n)
 		a = qrSliceDim(b, a, 2, 0, n)
 		v = qrSliceDim(b, qrSliceDim(b, v, 1, 0, n), 2, 0, n)
+	}
+	if !uv {
+		return nil, sig, nil
 	}
 	pos := b.Compare(hlo.GT, sig, qrFill(b, e, sig.T.Shape, 0))
 	inv := b.Select(pos, b.Div(qrFill(b, e, sig.T.Shape, 1), b.Select(pos, sig, qrFill(b, e, sig.T.Shape, 1))), qrFill(b, e, sig.T.Shape, 0))
@@ -99,7 +102,7 @@ func linalgSVD(c *Ctx) ([]*hlo.Value, error) {
 	}
 	b := c.B
 	batch := m.Sizes[:m.Rank()-2]
-	u, sig, vh := qrSVD(b, qrFlat(b, c.T(0)), full)
+	u, sig, vh := qrSVD(b, qrFlat(b, c.T(0)), full, computeUV)
 	if !computeUV {
 		empty := qrFill(b, sig.T.Elem, []int64{0}, 0)
 		return []*hlo.Value{empty, qrUnflat(b, sig, batch), empty}, nil
@@ -108,8 +111,8 @@ func linalgSVD(c *Ctx) ([]*hlo.Value, error) {
 }
 
 // qrSVD is the SVD of a [B, m, n]: U, S and Vh (not V), by the tall case
-// of a or of its transpose.
-func qrSVD(b *hlo.Builder, a *hlo.Value, full bool) (*hlo.Value, *hlo.Value, *hlo.Value) {
+// of a or of its transpose; U and Vh are nil without uv.
+func qrSVD(b *hlo.Builder, a *hlo.Value, full, uv bool) (*hlo.Value, *hlo.Value, *hlo.Value) {
 	nb, m, n := a.T.Shape[0], a.T.Shape[1], a.T.Shape[2]
 	e := a.T.Elem
 	if m == 0 || n == 0 || nb == 0 {
@@ -121,10 +124,16 @@ func qrSVD(b *hlo.Builder, a *hlo.Value, full bool) (*hlo.Value, *hlo.Value, *hl
 		return qrEye(b, e, []int64{nb, m, um}), qrFill(b, e, []int64{nb, k}, 0), qrEye(b, e, []int64{nb, vn, n})
 	}
 	if m >= n {
-		u, sig, v := qrSVDTall(b, a, full)
+		u, sig, v := qrSVDTall(b, a, full, uv)
+		if !uv {
+			return nil, sig, nil
+		}
 		return u, sig, qrTrans(b, v)
 	}
-	u, sig, v := qrSVDTall(b, qrTrans(b, a), full)
+	u, sig, v := qrSVDTall(b, qrTrans(b, a), full, uv)
+	if !uv {
+		return nil, sig, nil
+	}
 	return v, sig, qrTrans(b, u)
 }
 
