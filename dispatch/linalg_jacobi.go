@@ -66,7 +66,8 @@ func qrRotatePairs(b *hlo.Builder, x, c, s *hlo.Value, d int) *hlo.Value {
 }
 
 // qrPadOdd pads a [B, r, n] with one zero column when n is odd (and with a
-// zero row as well when square), and v [B, n, n] with an identity entry.
+// zero row as well when square), and says whether it did. The padded index
+// never couples to the others, so its rotations are the identity.
 func qrPadOdd(b *hlo.Builder, a *hlo.Value, square bool) (*hlo.Value, bool) {
 	n := a.T.Shape[2]
 	if n%2 == 0 {

@@ -39,11 +39,6 @@ func qrMatmulTN(b *hlo.Builder, x, y *hlo.Value) *hlo.Value {
 	return b.DotGeneral(x, y, []int64{0}, []int64{0}, []int64{1}, []int64{1})
 }
 
-// qrMatmulNT is the batched product x @ y^T of [B, m, k] and [B, n, k].
-func qrMatmulNT(b *hlo.Builder, x, y *hlo.Value) *hlo.Value {
-	return b.DotGeneral(x, y, []int64{0}, []int64{0}, []int64{2}, []int64{2})
-}
-
 // qrTrans swaps the last two dims of a rank-3 value.
 func qrTrans(b *hlo.Builder, x *hlo.Value) *hlo.Value { return b.Transpose(x, 0, 2, 1) }
 
@@ -138,29 +133,4 @@ func qrFloatCheck(op string, m TensorMeta) error {
 		return notImplemented(op, m.DType)
 	}
 	return nil
-}
-
-// qrMatrixCheck requires at least two dims.
-func qrMatrixCheck(fn, arg string, m TensorMeta) error {
-	if m.Rank() < 2 {
-		return Errorf("%s: The input tensor %s must have at least 2 dimensions.", fn, arg)
-	}
-	return nil
-}
-
-// qrSliceLast takes the leading rows and cols of x [.., m, n].
-func qrSliceLast(b *hlo.Builder, x *hlo.Value, rows, cols int64) *hlo.Value {
-	s := x.T.Shape
-	r := len(s)
-	start := make([]int64, r)
-	limit := append([]int64{}, s...)
-	strides := make([]int64, r)
-	for i := range strides {
-		strides[i] = 1
-	}
-	limit[r-2], limit[r-1] = rows, cols
-	if limit[r-2] == s[r-2] && limit[r-1] == s[r-1] {
-		return x
-	}
-	return b.Slice(x, start, limit, strides)
 }
