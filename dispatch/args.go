@@ -35,6 +35,9 @@ type TensorMeta struct {
 	ZeroDimCPU bool
 	// Defined is false for an undefined tensor (an absent optional in a list).
 	Defined bool
+	// Strides are the view's strides in elements; nil when the caller does not know them.
+	// Rules compute on values, so only ops whose results depend on memory layout read them.
+	Strides []int64
 }
 
 // Rank returns the number of dimensions.

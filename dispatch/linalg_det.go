@@ -1,8 +1,6 @@
 package dispatch
 
 import (
-	"reflect"
-
 	"torchtpu/hlo"
 )
 
@@ -31,31 +29,19 @@ func detFactor(c *Ctx) luResult {
 }
 
 // argContiguous reports whether tensor argument i is contiguous in
-// PyTorch's sense (row-major strides for every dimension of size > 1). It
-// reads the Strides field of the engine's tensor descriptor, which rules
-// otherwise do not see; a handle without one counts as contiguous.
+// PyTorch's sense (row-major strides for every dimension of size > 1); a
+// tensor whose strides are unknown counts as contiguous.
 func argContiguous(c *Ctx, i int) bool {
-	v := reflect.ValueOf(c.Args[i].Handles[0])
-	if v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return true
-	}
-	f := v.FieldByName("Strides")
-	if !f.IsValid() || f.Kind() != reflect.Slice {
-		return true
-	}
-	sizes := c.Meta(i).Sizes
-	if f.Len() != len(sizes) || numel(sizes) == 0 {
+	m := c.Meta(i)
+	if len(m.Strides) != len(m.Sizes) || numel(m.Sizes) == 0 {
 		return true
 	}
 	want := int64(1)
-	for d := len(sizes) - 1; d >= 0; d-- {
-		if sizes[d] != 1 && f.Index(d).Int() != want {
+	for d := len(m.Sizes) - 1; d >= 0; d-- {
+		if m.Sizes[d] != 1 && m.Strides[d] != want {
 			return false
 		}
-		want *= sizes[d]
+		want *= m.Sizes[d]
 	}
 	return true
 }

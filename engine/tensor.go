@@ -21,7 +21,7 @@ type TensorDesc struct {
 
 // Meta returns what a rule may know about the tensor without reading it.
 func (t *TensorDesc) Meta() dispatch.TensorMeta {
-	return dispatch.TensorMeta{Sizes: t.Sizes, DType: t.DType, ZeroDimCPU: t.CPU, Defined: t.Addr != 0 || t.CPU}
+	return dispatch.TensorMeta{Sizes: t.Sizes, DType: t.DType, ZeroDimCPU: t.CPU, Defined: t.Addr != 0 || t.CPU, Strides: t.Strides}
 }
 
 func (t *TensorDesc) view() view { return view{offset: t.Offset, sizes: t.Sizes, strides: t.Strides} }

@@ -47,6 +47,8 @@ NONDETERMINISTIC = {
     "nn.functional.rrelu", "cauchy", "exponential", "geometric", "log_normal",
     "torch.ops.aten._efficientzerotensor", "nn.functional.fractional_max_pool2d",
     "nn.functional.fractional_max_pool3d", "nn.functional.multi_head_attention_forward",
+    # Random projections drawn from the device's generator.
+    "svd_lowrank", "pca_lowrank",
 }
 
 
@@ -234,7 +236,9 @@ def run_sample(op, name, dtype_name, idx, direction, sample, emit, modes):
     base = dict(op=name, dtype=dtype_name, sample=idx, dir=direction)
     try:
         if direction == "fwd":
-            want = to_cpu(call(op, sample.fresh(clone_leaf)))
+            # Outputs go through the sample's output_process_fn_grad, as in PyTorch's own CPU comparison:
+            # it makes results that are only defined up to sign or phase (eigenvectors) comparable.
+            want = to_cpu(sample.output_process_fn_grad(call(op, sample.fresh(clone_leaf))))
         else:
             want, nouts = run_backward(op, sample, sample.fresh(clone_leaf), "cpu")
             if want is None:
@@ -258,7 +262,7 @@ def run_sample(op, name, dtype_name, idx, direction, sample, emit, modes):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if direction == "fwd":
-                    got = to_cpu(call(op, sample.fresh(to_tpu_leaf, op.name)))
+                    got = to_cpu(sample.output_process_fn_grad(call(op, sample.fresh(to_tpu_leaf, op.name))))
                 else:
                     got, _ = run_backward(op, sample, sample.fresh(to_tpu_leaf, op.name), "tpu")
                     if got is None:
