@@ -67,7 +67,6 @@ func (b *Builder) ShiftRightLogical(x, y *Value) *Value { return b.binary("shift
 
 // Unary ops, named as StableHLO names them.
 func (b *Builder) Neg(x *Value) *Value       { return b.unary("negate", x) }
-func (b *Builder) Abs(x *Value) *Value       { return b.unary("abs", x) }
 func (b *Builder) Exp(x *Value) *Value       { return b.unary("exponential", x) }
 func (b *Builder) Expm1(x *Value) *Value     { return b.unary("exponential_minus_one", x) }
 func (b *Builder) Log(x *Value) *Value       { return b.unary("log", x) }
@@ -107,7 +106,7 @@ func (b *Builder) Compare(dir string, x, y *Value) *Value {
 	mustf(x.T.Equal(y.T), "compare: operand types differ: %v vs %v", x.T, y.T)
 	kind := "SIGNED"
 	switch {
-	case x.T.Elem.IsFloat():
+	case x.T.Elem.IsFloat() || x.T.Elem.IsComplex():
 		kind = "FLOAT"
 	case x.T.Elem.IsUnsigned() || x.T.Elem == Pred:
 		kind = "UNSIGNED"
