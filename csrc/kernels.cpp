@@ -140,6 +140,32 @@ at::Tensor& set_empty(at::Tensor& self) {
   return self;
 }
 
+// raw_alias returns an alias of t without its conjugate and negative bits: the values its memory holds.
+at::Tensor raw_alias(const at::Tensor& t) {
+  if (!t.is_conj() && !t.is_neg()) {
+    return t;
+  }
+  at::Tensor raw = at::alias(t);
+  raw._set_conj(false);
+  raw._set_neg(false);
+  return raw;
+}
+
+// fix_math_bits makes dst's memory hold what dst (with its conjugate and negative bits) must show, after
+// memory that shows values with the bits src_conj and src_neg was copied into it.
+void fix_math_bits(const at::Tensor& dst, bool src_conj, bool src_neg) {
+  if (dst.is_conj() == src_conj && dst.is_neg() == src_neg) {
+    return;
+  }
+  at::Tensor raw = raw_alias(dst);
+  if (dst.is_conj() != src_conj) {
+    raw.copy_(at::_conj_physical(raw));
+  }
+  if (dst.is_neg() != src_neg) {
+    raw.neg_();
+  }
+}
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   check_usable();
   TORCH_CHECK(self.defined() && dst.defined(), "torchtpu: copy of an undefined tensor");
@@ -150,19 +176,23 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   const bool dst_tpu = dst.device().is_privateuseone();
   if (src_tpu && dst_tpu) {
     if (self.device() == dst.device()) {
+      // The copy moves memory; the conjugate and negative bits are applied after.
       ArgList args("aten::copy_");
-      args.add_tensor(dst);
-      args.add_tensor(self);
+      args.add_tensor(raw_alias(dst));
+      args.add_tensor(raw_alias(self));
       args.add_bool(non_blocking);
       std::vector<ttpu_out> outs;
       if (call_go(args, outs) == TTPU_OK) {
+        fix_math_bits(dst, self.is_conj(), self.is_neg());
         return dst;
       }
     }
     from_host(dst, to_host(self));
+    fix_math_bits(dst, false, false);
   } else if (dst_tpu) {
     TORCH_CHECK(self.device().is_cpu(), "torchtpu: cannot copy from ", self.device(), " to ", dst.device());
     from_host(dst, self);
+    fix_math_bits(dst, false, false);
   } else {
     TORCH_CHECK(dst.device().is_cpu(), "torchtpu: cannot copy from ", self.device(), " to ", dst.device());
     dst.copy_(to_host(self));
@@ -216,6 +246,9 @@ at::Tensor to_host(const at::Tensor& src) {
   ErrBuf err;
   check(ttpu_to_host(&desc, out.data_ptr(), static_cast<int64_t>(out.nbytes()), err.data(), err.len()), err,
         "ttpu_to_host");
+  // The memory came over as it is: the host tensor shows it through src's conjugate and negative bits.
+  out._set_conj(src.is_conj());
+  out._set_neg(src.is_neg());
   return out;
 }
 

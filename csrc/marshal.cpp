@@ -113,6 +113,21 @@ ttpu_tensor ArgList::tensor_desc(const at::Tensor& t) {
                   "Expected all tensors to be on the same device, but found at least two devices, tpu:",
                   static_cast<int>(*device_), " and tpu:", static_cast<int>(idx), "! (in ", op_, ")");
     }
+    if (t.is_conj() || t.is_neg()) {
+      // Ops that PyTorch lets through with a conjugate or negative bit set (dot, mm, ...) see the values.
+      // (resolve_conj would recurse: it clones, and clone comes here.)
+      at::Tensor resolved = at::alias(t);
+      resolved._set_conj(false);
+      resolved._set_neg(false);
+      if (t.is_conj()) {
+        resolved = at::_conj_physical(resolved);
+      }
+      if (t.is_neg()) {
+        resolved = at::neg(resolved);
+      }
+      keep(resolved);
+      return describe(resolved);
+    }
     return describe(t);
   }
   TORCH_CHECK(t.device().is_cpu() && t.dim() == 0,
@@ -459,6 +474,12 @@ bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::j
   const size_t nargs = schema.arguments().size();
   std::vector<ttpu_out> outs;
   c10::DeviceIndex device = 0;
+  // Complex Python numbers have no C ABI form: such calls run on the CPU.
+  for (size_t i = stack->size() - nargs; i < stack->size(); ++i) {
+    if ((*stack)[i].isComplexDouble()) {
+      return false;
+    }
+  }
   for (int attempt = 0;; ++attempt) {
     ArgList args(name);
     marshal_arguments(schema, *stack, args);

@@ -25,7 +25,10 @@ func unaryOp(kind unaryKind, kernel string, noBool bool, f func(b *hlo.Builder, 
 		}
 		switch kind {
 		case floatDType:
-			if !d.IsFloat() {
+			if d.IsComplex() && !complexUnary[kernel] {
+				return nil, notImplemented(kernel, d)
+			}
+			if !d.IsFloat() && !d.IsComplex() {
 				d = Float32
 			}
 		case floatOnly:
@@ -116,10 +119,14 @@ func erfOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 // functions are a few ULP off PyTorch's correctly rounded CPU results.
 func viaF64(f func(b *hlo.Builder, x *hlo.Value) *hlo.Value) func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	return func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-		if x.T.Elem == hlo.F64 {
+		if x.T.Elem == hlo.F64 || x.T.Elem == hlo.C128 {
 			return f(b, x)
 		}
-		return b.Convert(f(b, b.Convert(x, hlo.F64)), x.T.Elem)
+		wide := hlo.F64
+		if x.T.Elem.IsComplex() {
+			wide = hlo.C128
+		}
+		return b.Convert(f(b, b.Convert(x, wide)), x.T.Elem)
 	}
 }
 
