@@ -74,7 +74,11 @@ at::Tensor unfold(const at::Tensor& self, int64_t dimension, int64_t size, int64
 
 at::Tensor view_as_real(const at::Tensor& self) { return at::native::view_as_real(self); }
 
-at::Tensor view_as_complex(const at::Tensor& self) { return at::native::view_as_complex(self); }
+at::Tensor view_as_complex(const at::Tensor& self) {
+  TORCH_CHECK(self.scalar_type() != c10::ScalarType::Half,
+              "torchtpu: view_as_complex: dtype complex32 (from a float16 tensor) is not supported on tpu");
+  return at::native::view_as_complex(self);
+}
 
 // grow_storage makes self's storage large enough for nbytes (never shrinks it).
 void grow_storage(c10::TensorImpl* impl, size_t nbytes) {
