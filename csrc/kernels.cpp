@@ -5,6 +5,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/copy_native.h>
 #include <ATen/ops/set_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
@@ -155,19 +156,22 @@ at::Tensor raw_alias(const at::Tensor& t) {
   return raw;
 }
 
-// fix_math_bits makes dst's memory hold what dst (with its conjugate and negative bits) must show, after
-// memory that shows values with the bits src_conj and src_neg was copied into it.
-void fix_math_bits(const at::Tensor& dst, bool src_conj, bool src_neg) {
-  if (dst.is_conj() == src_conj && dst.is_neg() == src_neg) {
-    return;
+// copy_ is PyTorch's copy_ with one addition: a destination with the conjugate or negative bit set (x.conj(),
+// x.conj().imag) receives the values through those bits. PyTorch's own path resolves such a destination into a
+// clone before _copy_from, which would lose the write.
+at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  if (!self.is_conj() && !self.is_neg()) {
+    return at::native::copy_(self, src, non_blocking);
   }
-  at::Tensor raw = raw_alias(dst);
-  if (dst.is_conj() != src_conj) {
-    raw.copy_(at::_conj_physical(raw));
+  at::Tensor v = src;
+  if (self.is_conj()) {
+    v = v.conj();
   }
-  if (dst.is_neg() != src_neg) {
-    raw.neg_();
+  if (self.is_neg()) {
+    v = v._neg_view();
   }
+  raw_alias(self).copy_(v, non_blocking);
+  return self;
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
@@ -180,23 +184,19 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   const bool dst_tpu = dst.device().is_privateuseone();
   if (src_tpu && dst_tpu) {
     if (self.device() == dst.device()) {
-      // The copy moves memory; the conjugate and negative bits are applied after.
       ArgList args("aten::copy_");
-      args.add_tensor(raw_alias(dst));
-      args.add_tensor(raw_alias(self));
+      args.add_tensor(dst);
+      args.add_tensor(self);
       args.add_bool(non_blocking);
       std::vector<ttpu_out> outs;
       if (call_go(args, outs) == TTPU_OK) {
-        fix_math_bits(dst, self.is_conj(), self.is_neg());
         return dst;
       }
     }
     from_host(dst, to_host(self));
-    fix_math_bits(dst, false, false);
   } else if (dst_tpu) {
     TORCH_CHECK(self.device().is_cpu(), "torchtpu: cannot copy from ", self.device(), " to ", dst.device());
     from_host(dst, self);
-    fix_math_bits(dst, false, false);
   } else {
     TORCH_CHECK(dst.device().is_cpu(), "torchtpu: cannot copy from ", self.device(), " to ", dst.device());
     dst.copy_(to_host(self));
@@ -282,6 +282,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage_offset));
   m.impl("set_.source_Tensor", TORCH_FN(set_tensor));
   m.impl("set_", TORCH_FN(set_empty));
+  m.impl("copy_", TORCH_FN(copy_));
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));

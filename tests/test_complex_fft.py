@@ -79,6 +79,26 @@ def test_complex_pointwise(mode):
     check(lambda x: x.sum(0, dtype=torch.complex128), a)
 
 
+def test_writes_through_conjugate_and_negative_views(mode):
+    def conj_copy(x, y):
+        x.conj().copy_(y)
+        return x
+
+    def neg_imag_mul(x, y):
+        x.conj().imag.mul_(2)
+        return x
+
+    def conj_add(x, y):
+        x.conj().add_(y)
+        return x
+
+    for fn in (conj_copy, neg_imag_mul, conj_add):
+        check(fn, randn(3, 3, dtype=torch.complex64), randn(3, 3, dtype=torch.complex64))
+    check(lambda x, y: x.conj() @ y, randn(3, 3, dtype=torch.complex64), randn(3, 3, dtype=torch.complex64),
+          atol=1e-5, rtol=1e-5)
+    check(lambda x: torch.linalg.vector_norm(x, dim=1), randn(3, 4, dtype=torch.complex64))
+
+
 def test_complex32_is_refused():
     with pytest.raises(RuntimeError, match="complex32"):
         torch.complex(randn(3, dtype=torch.float16).to("tpu"), randn(3, dtype=torch.float16).to("tpu"))
