@@ -99,6 +99,15 @@ def test_writes_through_conjugate_and_negative_views(mode):
     check(lambda x: torch.linalg.vector_norm(x, dim=1), randn(3, 4, dtype=torch.complex64))
 
 
+def test_special_values_and_refusals(mode):
+    x = torch.tensor([0 + 1j, 0j, 2 - 1j, complex(float("nan"), 0), complex(float("inf"), 1)])
+    for op in (torch.isnan, torch.isinf, torch.isfinite, torch.nonzero, torch.log2, lambda v: v.bool()):
+        check(op, x)
+    for op in (lambda v: v < v, torch.relu, lambda v: v.max(), torch.floor):
+        with pytest.raises(RuntimeError):
+            op(x.to("tpu"))
+
+
 def test_complex32_is_refused():
     with pytest.raises(RuntimeError, match="complex32"):
         torch.complex(randn(3, dtype=torch.float16).to("tpu"), randn(3, dtype=torch.float16).to("tpu"))
