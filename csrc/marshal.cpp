@@ -184,7 +184,11 @@ void ArgList::add_scalar(const c10::Scalar& s) {
   } else if (s.isFloatingPoint()) {
     push(TTPU_ARG_SCALAR_DOUBLE).d = s.toDouble();
   } else {
-    TORCH_CHECK(false, "torchtpu: complex scalar arguments are not supported (in ", op_, ")");
+    auto z = s.toComplexDouble();
+    doubles_.push_back({z.real(), z.imag()});
+    auto& a = push(TTPU_ARG_SCALAR_COMPLEX);
+    a.n = 2;
+    a.doubles = doubles_.back().data();
   }
 }
 
@@ -474,12 +478,6 @@ bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::j
   const size_t nargs = schema.arguments().size();
   std::vector<ttpu_out> outs;
   c10::DeviceIndex device = 0;
-  // Complex Python numbers have no C ABI form: such calls run on the CPU.
-  for (size_t i = stack->size() - nargs; i < stack->size(); ++i) {
-    if ((*stack)[i].isComplexDouble()) {
-      return false;
-    }
-  }
   for (int attempt = 0;; ++attempt) {
     ArgList args(name);
     marshal_arguments(schema, *stack, args);

@@ -28,7 +28,7 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 		return nil, err
 	}
 	entry, ok := dispatch.Lookup(op)
-	if !ok {
+	if !ok || !dispatch.AcceptsComplexScalars(entry.Rule, args) {
 		return nil, ErrNoRule
 	}
 	defer func() {

@@ -99,6 +99,36 @@ def test_writes_through_conjugate_and_negative_views(mode):
     check(lambda x: torch.linalg.vector_norm(x, dim=1), randn(3, 4, dtype=torch.complex64))
 
 
+def test_complex_python_numbers(mode):
+    a, f = randn(3, 4, dtype=torch.complex64), randn(3, 4)
+    check(lambda x: torch.ops.aten.mul.Scalar(x, 1 + 2j), a)
+    check(lambda x: torch.ops.aten.mul.Scalar(x, 1 + 2j), f)
+    check(lambda x: torch.ops.aten.add.Scalar(x, 2j), a)
+    check(lambda x: torch.ops.aten.div.Scalar(x, 3 - 1j), f)
+    check(lambda x: x.clone().fill_(3j), a)
+    check(lambda x, y: x.masked_fill(y > 0, 1j), a, f)
+    check(lambda x: torch.full((2, 3), 1 + 2j, device=x.device), a)
+
+
+def test_complex_intermediate_gradients(mode):
+    fns = [
+        lambda x, y: torch.complex(x, y).abs().sum(),
+        lambda x, y: torch.complex(x, y).angle().sum(),
+        lambda x, y: torch.view_as_real(torch.polar(x.abs() + 0.1, y)).sum(),
+        lambda x, y: (torch.complex(x, y) / torch.complex(y, x)).imag.sum(),
+        lambda x, y: (torch.complex(x, y) @ torch.complex(y, x)).abs().sum(),
+        lambda x, y: torch.view_as_complex(torch.stack([x, y], -1)).sgn().real.sum(),
+    ]
+    for fn in fns:
+        x, y = randn(4, 4), randn(4, 4)
+        xs, ys = x.clone().requires_grad_(), y.clone().requires_grad_()
+        fn(xs, ys).backward()
+        xt, yt = x.to("tpu").requires_grad_(), y.to("tpu").requires_grad_()
+        fn(xt, yt).backward()
+        torch.testing.assert_close(xt.grad.cpu(), xs.grad, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(yt.grad.cpu(), ys.grad, atol=1e-4, rtol=1e-4)
+
+
 def test_special_values_and_refusals(mode):
     x = torch.tensor([0 + 1j, 0j, 2 - 1j, complex(float("nan"), 0), complex(float("inf"), 1)])
     for op in (torch.isnan, torch.isinf, torch.isfinite, torch.nonzero, torch.log2, lambda v: v.bool()):
