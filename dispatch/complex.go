@@ -10,7 +10,7 @@ var complexUnary = map[string]bool{
 	"exp": true, "expm1": true, "log": true, "log1p": true, "log2": true, "log10": true, "sqrt": true,
 	"rsqrt": true, "tanh": true, "sigmoid": true, "sin": true, "cos": true, "tan": true, "reciprocal": true,
 	"sinh": true, "cosh": true, "asin": true, "acos": true, "atan": true, "asinh": true, "acosh": true,
-	"atanh": true, "neg": true,
+	"atanh": true, "neg": true, "exp2": true, "sinc": true,
 }
 
 // complexParts checks the real and imaginary (or abs and angle) arguments of

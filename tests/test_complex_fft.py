@@ -66,7 +66,8 @@ def test_complex_pointwise(mode):
     check(lambda x: x * 1j + 2, a)
     check(lambda x, y: x * y.to(torch.complex128), a, b)
     for op in (torch.neg, torch.exp, torch.log, torch.sqrt, torch.sin, torch.cos, torch.tanh, torch.reciprocal,
-               torch.abs, torch.angle, torch.sgn, torch.conj_physical, torch.square):
+               torch.abs, torch.angle, torch.sgn, torch.conj_physical, torch.square, torch.exp2, torch.sinc,
+               torch.asinh, torch.log10, torch.sigmoid):
         check(op, a, atol=1e-5, rtol=1e-5)
     check(lambda x: x.conj() * 1, a)
     check(lambda x: torch.imag(x.conj()) + 0, a)
