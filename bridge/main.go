@@ -94,10 +94,12 @@ func ttpu_op(op *C.char, args *C.ttpu_arg, nargs C.int32_t, outs *C.ttpu_out, ma
 	*nouts = 0
 	name := C.GoString(op)
 	var resize *engine.ResizeError
+	noRule := false
 	status = guard(err, errlen, func() error {
 		goArgs := marshalArgs(unsafe.Slice(args, int(nargs)))
 		res, e := eng.Op(name, goArgs)
 		if errors.Is(e, engine.ErrNoRule) {
+			noRule = true
 			return e
 		}
 		if errors.As(e, &resize) {
@@ -116,7 +118,7 @@ func ttpu_op(op *C.char, args *C.ttpu_arg, nargs C.int32_t, outs *C.ttpu_out, ma
 		*nouts = C.int32_t(len(res))
 		return nil
 	})
-	if status == C.TTPU_ERROR && !eng.HasRule(name) {
+	if status == C.TTPU_ERROR && (noRule || !eng.HasRule(name)) {
 		return C.TTPU_NO_RULE
 	}
 	if status == C.TTPU_OK && resize != nil {

@@ -57,10 +57,13 @@ func marshalArgs(cargs []C.ttpu_arg) []dispatch.Arg {
 			for k, v := range unsafe.Slice(a.ints, n) {
 				g.Ints[k] = int64(v)
 			}
-		case dispatch.ArgDoubleList:
+		case dispatch.ArgDoubleList, dispatch.ArgScalarComplex:
 			g.Doubles = make([]float64, n)
 			for k, v := range unsafe.Slice(a.doubles, n) {
 				g.Doubles[k] = float64(v)
+			}
+			if g.Kind == dispatch.ArgScalarComplex {
+				g.Double = g.Doubles[0]
 			}
 		case dispatch.ArgString:
 			g.Str = C.GoString(a.str)

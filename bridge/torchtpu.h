@@ -61,6 +61,7 @@ typedef struct {
 #define TTPU_ARG_SCALAR_INT 10    /* a Scalar holding an integer: i */
 #define TTPU_ARG_SCALAR_DOUBLE 11 /* a Scalar holding a float: d */
 #define TTPU_ARG_SCALAR_BOOL 12   /* a Scalar holding a bool: i */
+#define TTPU_ARG_SCALAR_COMPLEX 13 /* a Scalar holding a complex number: doubles[0..2) = real, imaginary */
 
 /* ttpu_arg is one schema argument, in schema order (keyword-only ones included). */
 typedef struct {

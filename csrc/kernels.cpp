@@ -5,6 +5,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/copy_native.h>
 #include <ATen/ops/set_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
@@ -74,7 +75,11 @@ at::Tensor unfold(const at::Tensor& self, int64_t dimension, int64_t size, int64
 
 at::Tensor view_as_real(const at::Tensor& self) { return at::native::view_as_real(self); }
 
-at::Tensor view_as_complex(const at::Tensor& self) { return at::native::view_as_complex(self); }
+at::Tensor view_as_complex(const at::Tensor& self) {
+  TORCH_CHECK(self.scalar_type() != c10::ScalarType::Half,
+              "torchtpu: view_as_complex: dtype complex32 (from a float16 tensor) is not supported on tpu");
+  return at::native::view_as_complex(self);
+}
 
 // grow_storage makes self's storage large enough for nbytes (never shrinks it).
 void grow_storage(c10::TensorImpl* impl, size_t nbytes) {
@@ -137,6 +142,35 @@ at::Tensor& set_empty(at::Tensor& self) {
   c10::DeviceGuard guard(self.device());
   c10::Storage storage(c10::Storage::use_byte_size_t(), 0, tpu_allocator(), /*resizable=*/true);
   self.set_(storage, 0, {0}, {});
+  return self;
+}
+
+// raw_alias returns an alias of t without its conjugate and negative bits: the values its memory holds.
+at::Tensor raw_alias(const at::Tensor& t) {
+  if (!t.is_conj() && !t.is_neg()) {
+    return t;
+  }
+  at::Tensor raw = at::alias(t);
+  raw._set_conj(false);
+  raw._set_neg(false);
+  return raw;
+}
+
+// copy_ is PyTorch's copy_ with one addition: a destination with the conjugate or negative bit set (x.conj(),
+// x.conj().imag) receives the values through those bits. PyTorch's own path resolves such a destination into a
+// clone before _copy_from, which would lose the write.
+at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  if (!self.is_conj() && !self.is_neg()) {
+    return at::native::copy_(self, src, non_blocking);
+  }
+  at::Tensor v = src;
+  if (self.is_conj()) {
+    v = v.conj();
+  }
+  if (self.is_neg()) {
+    v = v._neg_view();
+  }
+  raw_alias(self).copy_(v, non_blocking);
   return self;
 }
 
@@ -216,6 +250,9 @@ at::Tensor to_host(const at::Tensor& src) {
   ErrBuf err;
   check(ttpu_to_host(&desc, out.data_ptr(), static_cast<int64_t>(out.nbytes()), err.data(), err.len()), err,
         "ttpu_to_host");
+  // The memory came over as it is: the host tensor shows it through src's conjugate and negative bits.
+  out._set_conj(src.is_conj());
+  out._set_neg(src.is_neg());
   return out;
 }
 
@@ -245,6 +282,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage_offset));
   m.impl("set_.source_Tensor", TORCH_FN(set_tensor));
   m.impl("set_", TORCH_FN(set_empty));
+  m.impl("copy_", TORCH_FN(copy_));
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));

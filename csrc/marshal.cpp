@@ -113,6 +113,21 @@ ttpu_tensor ArgList::tensor_desc(const at::Tensor& t) {
                   "Expected all tensors to be on the same device, but found at least two devices, tpu:",
                   static_cast<int>(*device_), " and tpu:", static_cast<int>(idx), "! (in ", op_, ")");
     }
+    if (t.is_conj() || t.is_neg()) {
+      // Ops that PyTorch lets through with a conjugate or negative bit set (dot, mm, ...) see the values.
+      // (resolve_conj would recurse: it clones, and clone comes here.)
+      at::Tensor resolved = at::alias(t);
+      resolved._set_conj(false);
+      resolved._set_neg(false);
+      if (t.is_conj()) {
+        resolved = at::_conj_physical(resolved);
+      }
+      if (t.is_neg()) {
+        resolved = at::neg(resolved);
+      }
+      keep(resolved);
+      return describe(resolved);
+    }
     return describe(t);
   }
   TORCH_CHECK(t.device().is_cpu() && t.dim() == 0,
@@ -169,7 +184,11 @@ void ArgList::add_scalar(const c10::Scalar& s) {
   } else if (s.isFloatingPoint()) {
     push(TTPU_ARG_SCALAR_DOUBLE).d = s.toDouble();
   } else {
-    TORCH_CHECK(false, "torchtpu: complex scalar arguments are not supported (in ", op_, ")");
+    auto z = s.toComplexDouble();
+    doubles_.push_back({z.real(), z.imag()});
+    auto& a = push(TTPU_ARG_SCALAR_COMPLEX);
+    a.n = 2;
+    a.doubles = doubles_.back().data();
   }
 }
 

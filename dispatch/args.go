@@ -25,6 +25,9 @@ const (
 	ArgScalarInt
 	ArgScalarDouble
 	ArgScalarBool
+	// ArgScalarComplex is a complex Python number: Doubles holds its real
+	// and imaginary parts, Double its real part.
+	ArgScalarComplex
 )
 
 // TensorMeta is what a rule may know about a tensor argument without reading it.
@@ -67,7 +70,7 @@ type Arg struct {
 
 // IsScalar reports whether a holds a Python number.
 func (a Arg) IsScalar() bool {
-	return a.Kind == ArgScalarInt || a.Kind == ArgScalarDouble || a.Kind == ArgScalarBool ||
+	return a.Kind == ArgScalarInt || a.Kind == ArgScalarDouble || a.Kind == ArgScalarBool || a.Kind == ArgScalarComplex ||
 		a.Kind == ArgInt || a.Kind == ArgDouble || a.Kind == ArgBool
 }
 
@@ -78,13 +81,15 @@ func (a Arg) ScalarDType() DType {
 		return Float64
 	case ArgScalarBool, ArgBool:
 		return Bool
+	case ArgScalarComplex:
+		return Complex128
 	}
 	return Int64
 }
 
 // Value returns a's number as a float64.
 func (a Arg) Value() float64 {
-	if a.Kind == ArgScalarDouble || a.Kind == ArgDouble {
+	if a.Kind == ArgScalarDouble || a.Kind == ArgDouble || a.Kind == ArgScalarComplex {
 		return a.Double
 	}
 	return float64(a.Int)
@@ -113,6 +118,8 @@ func (a Arg) String() string {
 		return shapeString(a.Ints)
 	case ArgDoubleList:
 		return fmt.Sprint(a.Doubles)
+	case ArgScalarComplex:
+		return fmt.Sprint(complex(a.Doubles[0], a.Doubles[1]))
 	case ArgString:
 		return fmt.Sprintf("%q", a.Str)
 	}

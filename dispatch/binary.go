@@ -6,7 +6,7 @@ import "torchtpu/hlo"
 func arith(op func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error), intToFloat bool) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		d := c.resultType(0, 1)
-		if intToFloat && !d.IsFloat() {
+		if intToFloat && !d.IsFloat() && !d.IsComplex() {
 			d = Float32
 		}
 		vs, _, err := c.broadcastArgs(d, 0, 1)

@@ -28,6 +28,14 @@ const (
 	Undefined DType = -1
 )
 
+// The complex ScalarType codes. ComplexHalf (complex32) has no XLA element
+// type, so it is never Supported.
+const (
+	ComplexHalf DType = 8
+	Complex64   DType = 9
+	Complex128  DType = 10
+)
+
 var dtypeInfo = map[DType]struct {
 	name string
 	elem hlo.Elem
@@ -36,7 +44,8 @@ var dtypeInfo = map[DType]struct {
 	Uint8: {"uint8", hlo.U8, 1}, Int8: {"int8", hlo.S8, 1}, Int16: {"int16", hlo.S16, 2},
 	Int32: {"int32", hlo.S32, 4}, Int64: {"int64", hlo.S64, 8}, Float16: {"float16", hlo.F16, 2},
 	Float32: {"float32", hlo.F32, 4}, Float64: {"float64", hlo.F64, 8}, Bool: {"bool", hlo.Pred, 1},
-	BFloat16: {"bfloat16", hlo.BF16, 2},
+	BFloat16: {"bfloat16", hlo.BF16, 2}, Complex64: {"complex64", hlo.C64, 8},
+	Complex128: {"complex128", hlo.C128, 16},
 }
 
 // Supported reports whether d is a dtype the device can hold.
@@ -46,6 +55,9 @@ func (d DType) Supported() bool { _, ok := dtypeInfo[d]; return ok }
 func (d DType) String() string {
 	if i, ok := dtypeInfo[d]; ok {
 		return i.name
+	}
+	if d == ComplexHalf {
+		return "complex32"
 	}
 	return fmt.Sprintf("dtype(%d)", int32(d))
 }
@@ -58,6 +70,35 @@ func (d DType) Size() int { return dtypeInfo[d].size }
 
 // IsFloat reports whether d is a floating-point dtype.
 func (d DType) IsFloat() bool { return d == Float16 || d == BFloat16 || d == Float32 || d == Float64 }
+
+// IsComplex reports whether d is a complex dtype.
+func (d DType) IsComplex() bool { return d == Complex64 || d == Complex128 || d == ComplexHalf }
+
+// ToReal returns the dtype of d's real and imaginary parts (d itself when d
+// is not complex), as c10::toRealValueType does.
+func (d DType) ToReal() DType {
+	switch d {
+	case Complex64:
+		return Float32
+	case Complex128:
+		return Float64
+	case ComplexHalf:
+		return Float16
+	}
+	return d
+}
+
+// ToComplex returns the complex dtype whose parts are of dtype d, as
+// c10::toComplexType does (d itself when d is complex).
+func (d DType) ToComplex() DType {
+	switch d {
+	case Float64, Complex128:
+		return Complex128
+	case Float16, ComplexHalf:
+		return ComplexHalf
+	}
+	return Complex64
+}
 
 // IsIntegral reports whether d is an integer dtype, counting bool when withBool.
 func (d DType) IsIntegral(withBool bool) bool {

@@ -226,7 +226,7 @@ func nonzero(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
 	var vals []int64
 	var err error
-	if m.DType.IsFloat() {
+	if m.DType.IsFloat() || m.DType.IsComplex() {
 		vals, err = c.R.Int64Values(c.B.Compare(hlo.NE, c.T(0), full(c.B, m.DType, m.Sizes, 0)))
 	} else {
 		vals, err = c.R.Int64s(c.Args[0].Handles[0])

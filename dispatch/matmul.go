@@ -57,6 +57,10 @@ func scalarTypeName(d DType) string {
 		return "Double"
 	case Bool:
 		return "Bool"
+	case Complex64:
+		return "ComplexFloat"
+	case Complex128:
+		return "ComplexDouble"
 	}
 	return d.String()
 }
@@ -322,6 +326,6 @@ func init() {
 	def("aten::mv", mvRule)
 	def("aten::addmv", addmvRule)
 	def("aten::dot", dotRule)
-	def("aten::vdot", dotRule) // real tensors: no conjugation
+	def("aten::vdot", vdotRule)
 	def("aten::addbmm", addbmmRule)
 }

@@ -1,8 +1,11 @@
 package dispatch
 
-// category orders dtypes the way PyTorch's promotion does: bool < integer < float.
+// category orders dtypes the way PyTorch's promotion does: bool < integer <
+// float < complex.
 func category(d DType) int {
 	switch {
+	case d.IsComplex():
+		return 3
 	case d == Bool:
 		return 0
 	case d.IsIntegral(false):
@@ -23,6 +26,23 @@ func PromoteTypes(a, b DType) DType {
 		return a
 	}
 	ca, cb := category(a), category(b)
+	if ca == 3 || cb == 3 {
+		// Complex wins; its parts are as wide as the widest float involved.
+		ra, rb := a, b
+		if ca == 3 {
+			ra = a.ToReal()
+		}
+		if cb == 3 {
+			rb = b.ToReal()
+		}
+		if ca < 2 {
+			return b
+		}
+		if cb < 2 {
+			return a
+		}
+		return PromoteTypes(ra, rb).ToComplex()
+	}
 	if ca != cb {
 		if ca > cb {
 			return a
@@ -78,6 +98,8 @@ func ResultType(ops ...Operand) DType {
 		d := o.DType
 		if o.Kind == KindWrapped {
 			switch {
+			case d.IsComplex():
+				d = Complex64 // the default complex dtype
 			case d.IsFloat():
 				d = Float32 // the default dtype
 			case d.IsIntegral(false):
@@ -96,6 +118,16 @@ func combine(higher, lower DType) DType {
 	if lower == Undefined {
 		return higher
 	}
+	if higher.IsComplex() {
+		return higher
+	}
+	if lower.IsComplex() {
+		// A float keeps its precision and becomes complex.
+		if higher.IsFloat() {
+			return higher.ToComplex()
+		}
+		return lower
+	}
 	if category(higher) >= category(lower) {
 		return higher
 	}
@@ -103,8 +135,11 @@ func combine(higher, lower DType) DType {
 }
 
 // CanCast reports whether a result of dtype from may be written to dtype to
-// (PyTorch's canCast: no float to integral, no non-bool to bool).
+// (PyTorch's canCast: no complex to non-complex, no float to integral, no non-bool to bool).
 func CanCast(from, to DType) bool {
+	if from.IsComplex() && !to.IsComplex() {
+		return false
+	}
 	if from.IsFloat() && to.IsIntegral(true) {
 		return false
 	}

@@ -55,3 +55,26 @@ func TestResultType(t *testing.T) {
 		}
 	}
 }
+
+func TestPromoteComplex(t *testing.T) {
+	cases := []struct{ a, b, want DType }{
+		{Complex64, Float64, Complex128}, {Complex64, Float32, Complex64}, {Complex64, Int64, Complex64},
+		{Complex128, Float16, Complex128}, {Bool, Complex64, Complex64}, {Complex64, Complex128, Complex128},
+		{BFloat16, Complex64, Complex64},
+	}
+	for _, c := range cases {
+		if got := PromoteTypes(c.a, c.b); got != c.want {
+			t.Errorf("PromoteTypes(%s, %s) = %s, want %s", c.a, c.b, got, c.want)
+		}
+	}
+	// A zero-dimensional complex tensor with a float64 tensor gives complex128.
+	if got := ResultType(Operand{Float64, KindDim}, Operand{Complex64, KindZeroDim}); got != Complex128 {
+		t.Errorf("result_type(float64[2], complex64[]) = %s", got)
+	}
+	if got := ResultType(Operand{Int64, KindDim}, Operand{Complex128, KindWrapped}); got != Complex64 {
+		t.Errorf("result_type(int64[2], 1j) = %s", got)
+	}
+	if CanCast(Complex64, Float32) || !CanCast(Float32, Complex64) {
+		t.Error("CanCast with complex")
+	}
+}

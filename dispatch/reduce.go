@@ -153,10 +153,10 @@ func meanRule(dimIdx, keepIdx, dtypeIdx int) Fn {
 			if d, err = c.DTypeArg(dtypeIdx, d); err != nil {
 				return nil, err
 			}
-			if !d.IsFloat() {
+			if !d.IsFloat() && !d.IsComplex() {
 				return nil, Errorf("mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: %s", scalarTypeName(d))
 			}
-		} else if !d.IsFloat() {
+		} else if !d.IsFloat() && !d.IsComplex() {
 			return nil, Errorf("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: %s", scalarTypeName(d))
 		}
 		dims, keep, err := c.resolveDims(dimIdx, keepIdx, false, m.Rank())

@@ -233,5 +233,9 @@ func (c *Ctx) Value(i int, d DType) *hlo.Value {
 	if a.Kind == ArgTensor {
 		return c.B.Convert(c.T(i), d.Elem())
 	}
+	if a.Kind == ArgScalarComplex && d.IsComplex() {
+		e := d.Elem().Real()
+		return c.B.Complex(c.R.Scalar(a.Doubles[0], e), c.R.Scalar(a.Doubles[1], e))
+	}
 	return c.R.Scalar(a.Value(), d.Elem())
 }

@@ -141,6 +141,9 @@ func fracOf(b *hlo.Builder, x *hlo.Value) *hlo.Value { return b.Sub(x, truncFloa
 
 // sgnRule is sgn: sign for real tensors.
 func sgnRule(c *Ctx) ([]*hlo.Value, error) {
+	if c.Meta(0).DType.IsComplex() {
+		return complexSgn(c)
+	}
 	return unaryOp(keepDType, "sign_cpu", false, signOf)(c)
 }
 
@@ -161,6 +164,9 @@ func signbitRule(c *Ctx) ([]*hlo.Value, error) {
 
 // angleRule is angle for real tensors: pi for negative values, NaN kept.
 func angleRule(c *Ctx) ([]*hlo.Value, error) {
+	if c.Meta(0).DType.IsComplex() {
+		return complexAngle(c)
+	}
 	return unaryOp(floatDType, "angle", false, func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 		zero := splat(b, x, 0)
 		r := b.Select(b.Compare(hlo.LT, x, zero), splat(b, x, math.Pi), zero)

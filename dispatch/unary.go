@@ -25,7 +25,10 @@ func unaryOp(kind unaryKind, kernel string, noBool bool, f func(b *hlo.Builder, 
 		}
 		switch kind {
 		case floatDType:
-			if !d.IsFloat() {
+			if d.IsComplex() && !complexUnary[kernel] {
+				return nil, notImplemented(kernel, d)
+			}
+			if !d.IsFloat() && !d.IsComplex() {
 				d = Float32
 			}
 		case floatOnly:
@@ -116,19 +119,34 @@ func erfOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 // functions are a few ULP off PyTorch's correctly rounded CPU results.
 func viaF64(f func(b *hlo.Builder, x *hlo.Value) *hlo.Value) func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	return func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-		if x.T.Elem == hlo.F64 {
+		if x.T.Elem == hlo.F64 || x.T.Elem == hlo.C128 {
 			return f(b, x)
 		}
-		return b.Convert(f(b, b.Convert(x, hlo.F64)), x.T.Elem)
+		wide := hlo.F64
+		if x.T.Elem.IsComplex() {
+			wide = hlo.C128
+		}
+		return b.Convert(f(b, b.Convert(x, wide)), x.T.Elem)
 	}
 }
 
 func log2Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-	return b.Div(b.Log(x), splat(b, x, math.Ln2))
+	return divParts(b, b.Log(x), math.Ln2)
 }
 
 func log10Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-	return b.Div(b.Log(x), splat(b, x, math.Ln10))
+	return divParts(b, b.Log(x), math.Ln10)
+}
+
+// divParts divides x by the real number k; a complex x has each part
+// divided (a complex division would turn an infinite part's zero partner
+// into NaN).
+func divParts(b *hlo.Builder, x *hlo.Value, k float64) *hlo.Value {
+	if x.T.Elem.IsComplex() {
+		re, im := b.Real(x), b.Imag(x)
+		return b.Complex(b.Div(re, splat(b, re, k)), b.Div(im, splat(b, im, k)))
+	}
+	return b.Div(x, splat(b, x, k))
 }
 
 func reciprocalOf(b *hlo.Builder, x *hlo.Value) *hlo.Value { return b.Div(splat(b, x, 1), x) }
@@ -155,7 +173,7 @@ func signOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 // roundingOp is floor, ceil, round or trunc: the identity on integers.
 func roundingOp(kernel string, f func(b *hlo.Builder, x *hlo.Value) *hlo.Value) Fn {
 	return unaryOp(keepDType, kernel, true, func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-		if !x.T.Elem.IsFloat() {
+		if !x.T.Elem.IsFloat() && !x.T.Elem.IsComplex() {
 			return x
 		}
 		return f(b, x)
@@ -202,6 +220,10 @@ func reluRule(c *Ctx) ([]*hlo.Value, error) {
 
 func isnanRule(c *Ctx) ([]*hlo.Value, error) {
 	x := c.T(0)
+	if x.T.Elem.IsComplex() {
+		re, im := c.B.Real(x), c.B.Imag(x)
+		return []*hlo.Value{c.B.Or(c.B.Compare(hlo.NE, re, re), c.B.Compare(hlo.NE, im, im))}, nil
+	}
 	if !x.T.Elem.IsFloat() {
 		return []*hlo.Value{full(c.B, Bool, x.T.Shape, 0)}, nil
 	}
@@ -210,6 +232,12 @@ func isnanRule(c *Ctx) ([]*hlo.Value, error) {
 
 func isinfRule(c *Ctx) ([]*hlo.Value, error) {
 	x := c.T(0)
+	if x.T.Elem.IsComplex() {
+		inf := func(v *hlo.Value) *hlo.Value {
+			return c.B.Compare(hlo.EQ, c.B.Abs(v), splat(c.B, v, math.Inf(1)))
+		}
+		return []*hlo.Value{c.B.Or(inf(c.B.Real(x)), inf(c.B.Imag(x)))}, nil
+	}
 	if !x.T.Elem.IsFloat() {
 		return []*hlo.Value{full(c.B, Bool, x.T.Shape, 0)}, nil
 	}

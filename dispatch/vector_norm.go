@@ -12,7 +12,7 @@ import (
 // use sum(|x|^ord)^(1/ord).
 func vectorNorm(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
-	if !m.DType.IsFloat() {
+	if !m.DType.IsFloat() && !m.DType.IsComplex() {
 		return nil, Errorf("linalg.vector_norm: Expected a floating point or complex tensor as input. Got %s", m.DType)
 	}
 	d, err := c.DTypeArg(4, m.DType)
@@ -31,8 +31,14 @@ func vectorNorm(c *Ctx) ([]*hlo.Value, error) {
 			}
 		}
 	}
+	x := c.T(0)
+	if m.DType.IsComplex() {
+		// The norm of a complex tensor is the norm of its magnitudes, a real result.
+		x = c.B.Abs(c.B.Convert(x, d.Elem()))
+		d = d.ToReal()
+	}
 	acc := accumElem(d)
-	r := pNorm(c, c.B.Convert(c.T(0), acc), ord, dims)
+	r := pNorm(c, c.B.Convert(x, acc), ord, dims)
 	b := c.B
 	r = finish(b, r, m.Sizes, dims, c.Bool(3, false))
 	return []*hlo.Value{b.Convert(r, d.Elem())}, nil

@@ -31,12 +31,21 @@ func pjrtType(e hlo.Elem) pjrt.DType {
 		return pjrt.F32
 	case hlo.F64:
 		return pjrt.F64
+	case hlo.C64:
+		return pjrt.C64
+	case hlo.C128:
+		return pjrt.C128
 	}
 	panic("engine: no PJRT type for " + string(e))
 }
 
 // encodeScalar returns the little-endian bytes of v as element type e.
+// A complex e gets v as its real part and a zero imaginary part.
 func encodeScalar(v float64, e hlo.Elem) []byte {
+	if e.IsComplex() {
+		re := encodeScalar(v, e.Real())
+		return append(re, make([]byte, len(re))...)
+	}
 	b := make([]byte, 8)
 	switch e {
 	case hlo.Pred:
@@ -72,7 +81,7 @@ func encodeScalar(v float64, e hlo.Elem) []byte {
 
 // encodeInt returns the little-endian bytes of the integer v as element type e.
 func encodeInt(v int64, e hlo.Elem) []byte {
-	if e.IsFloat() {
+	if e.IsFloat() || e.IsComplex() {
 		return encodeScalar(float64(v), e)
 	}
 	b := make([]byte, 8)
@@ -80,9 +89,12 @@ func encodeInt(v int64, e hlo.Elem) []byte {
 	return b[:e.Bits()/8]
 }
 
-// decodeScalar reads one element of type e from b as a float64.
+// decodeScalar reads one element of type e from b as a float64 (the real
+// part of a complex element).
 func decodeScalar(b []byte, e hlo.Elem) float64 {
 	switch e {
+	case hlo.C64:
+		return decodeScalar(b, hlo.F32)
 	case hlo.Pred, hlo.U8:
 		return float64(b[0])
 	case hlo.S8:

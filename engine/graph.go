@@ -133,12 +133,12 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	if len(outs) == 0 {
 		return nil, nil
 	}
-	// With TORCHTPU_CHECK_NANS=1 in debug mode, each float output also yields
-	// a flag saying whether it holds a NaN.
+	// With TORCHTPU_CHECK_NANS=1 in debug mode, each float or complex output
+	// also yields a flag saying whether it holds a NaN.
 	var nanChecked []*Storage
 	if e.mode == ModeDebug && e.checkNaNs {
 		for i, st := range dst {
-			if st.dtype.IsFloat() {
+			if st.dtype.IsFloat() || st.dtype.IsComplex() {
 				v := outs[i]
 				isNaN := g.b.Compare(hlo.NE, v, v)
 				dims := make([]int64, v.T.Rank())

@@ -16,6 +16,9 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 	if err := e.ready(); err != nil {
 		return err
 	}
+	if !t.DType.Supported() {
+		return fmt.Errorf("torchtpu: copy to device: dtype %s is not supported on tpu", t.DType)
+	}
 	st, err := e.storage(t.Addr)
 	if err != nil {
 		return err
@@ -60,6 +63,9 @@ func (e *Engine) ToHost(t *TensorDesc, dst []byte) error {
 func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	if err := e.ready(); err != nil {
 		return err
+	}
+	if !t.DType.Supported() {
+		return fmt.Errorf("torchtpu: copy to host: dtype %s is not supported on tpu", t.DType)
 	}
 	if want := numel(t.Sizes) * int64(t.DType.Size()); int64(len(dst)) != want {
 		return fmt.Errorf("torchtpu: copying a %v %s tensor (%d bytes) into %d host bytes", t.Sizes, t.DType, want, len(dst))

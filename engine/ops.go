@@ -28,7 +28,7 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 		return nil, err
 	}
 	entry, ok := dispatch.Lookup(op)
-	if !ok {
+	if !ok || !dispatch.AcceptsComplexScalars(entry.Rule, args) {
 		return nil, ErrNoRule
 	}
 	defer func() {
@@ -42,6 +42,9 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 			}
 		}
 	}()
+	if err := checkDTypes(args); err != nil {
+		return nil, err
+	}
 	c := &dispatch.Ctx{Op: op, B: e.g.b, Args: args, R: e}
 	e.cur, e.curOp = c, op
 	defer func() { e.cur = nil }()
@@ -146,6 +149,19 @@ func (e *Engine) newOutput(r *hlo.Value) (OutTensor, error) {
 	st.shaped, st.dtype, st.shape = true, d, append([]int64{}, r.T.Shape...)
 	e.setPending(st, r)
 	return OutTensor{Addr: addr, NBytes: n, DType: d, Sizes: st.shape}, nil
+}
+
+// checkDTypes rejects tensor arguments of a dtype the device cannot hold
+// (complex32 has no XLA element type).
+func checkDTypes(args []dispatch.Arg) error {
+	for _, a := range args {
+		for _, m := range a.Tensors {
+			if m.Defined && !m.DType.Supported() {
+				return fmt.Errorf("dtype %s is not supported on tpu", m.DType)
+			}
+		}
+	}
+	return nil
 }
 
 func describe(args []dispatch.Arg) string {

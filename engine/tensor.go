@@ -38,6 +38,12 @@ type OutTensor struct {
 func (e *Engine) Read(h any) *hlo.Value {
 	t := h.(*TensorDesc)
 	if t.CPU {
+		if el := t.DType.Elem(); el.IsComplex() {
+			half := len(t.Host) / 2
+			re := e.Scalar(decodeScalar(t.Host[:half], el.Real()), el.Real())
+			im := e.Scalar(decodeScalar(t.Host[half:], el.Real()), el.Real())
+			return e.g.b.Complex(re, im)
+		}
 		return e.Scalar(decodeScalar(t.Host, t.DType.Elem()), t.DType.Elem())
 	}
 	st, err := e.storage(t.Addr)
@@ -106,6 +112,9 @@ func reinterpret(b *hlo.Builder, v *hlo.Value, from, to dispatch.DType) *hlo.Val
 		}
 		return reinterpret(b, v, from, to)
 	}
+	if from.IsComplex() || to.IsComplex() {
+		return reinterpretComplex(b, v, from, to)
+	}
 	if from.Size() == to.Size() {
 		return b.BitcastConvert(v, to.Elem())
 	}
@@ -120,6 +129,38 @@ func reinterpret(b *hlo.Builder, v *hlo.Value, from, to dispatch.DType) *hlo.Val
 		panic(fmt.Errorf("viewing %d %s elements as %s leaves a partial element", n, from, to))
 	}
 	return b.BitcastReshape(b.Reshape(flat, n/r, r), hlo.T(to.Elem(), n/r))
+}
+
+// reinterpretComplex is reinterpret where from or to is complex. XLA has no
+// bitcast of complex values, so a complex value becomes its (real, imag)
+// pairs along a new trailing dimension of 2, which is also how view_as_real
+// lays it out; the pairs then reinterpret as real bits.
+func reinterpretComplex(b *hlo.Builder, v *hlo.Value, from, to dispatch.DType) *hlo.Value {
+	if from.IsComplex() {
+		shape := append(append([]int64{}, v.T.Shape...), 1)
+		pair := b.Concatenate(len(shape)-1, b.Reshape(b.Real(v), shape...), b.Reshape(b.Imag(v), shape...))
+		return reinterpret(b, pair, from.ToReal(), to)
+	}
+	parts := reinterpret(b, v, from, to.ToReal())
+	shape := parts.T.Shape
+	if len(shape) == 0 || shape[len(shape)-1] != 2 {
+		n := numel(shape)
+		if n%2 != 0 {
+			panic(fmt.Errorf("viewing %d %s elements as %s leaves a partial element", n, to.ToReal(), to))
+		}
+		shape = []int64{n / 2, 2}
+		parts = b.Reshape(parts, shape...)
+	}
+	k := len(shape) - 1
+	start, limit, step := make([]int64, k+1), append([]int64{}, shape...), make([]int64, k+1)
+	for i := range step {
+		step[i] = 1
+	}
+	limit[k] = 1
+	re := b.Reshape(b.Slice(parts, start, limit, step), shape[:k]...)
+	start[k], limit[k] = 1, 2
+	im := b.Reshape(b.Slice(parts, start, limit, step), shape[:k]...)
+	return b.Complex(re, im)
 }
 
 // write stores val (t's sizes and dtype) into the view t of its storage.

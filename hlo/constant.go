@@ -10,6 +10,8 @@ import (
 // text is canonical and loses nothing.
 func literal(e Elem, v float64) string {
 	switch e {
+	case C64, C128:
+		return "(" + literal(e.Real(), v) + "," + literal(e.Real(), 0) + ")"
 	case Pred:
 		if v != 0 {
 			return "true"
@@ -43,10 +45,17 @@ func (b *Builder) Constant(t Type, v float64) *Value {
 // ConstantInt returns a tensor of type t filled with the integer v, exactly
 // (int64 values beyond 2^53 survive).
 func (b *Builder) ConstantInt(t Type, v int64) *Value {
-	if t.Elem.IsFloat() || t.Elem == Pred {
+	if t.Elem.IsFloat() || t.Elem.IsComplex() || t.Elem == Pred {
 		return b.Constant(t, float64(v))
 	}
 	return b.op("stablehlo.constant", t, "{value = dense<"+strconv.FormatInt(v, 10)+"> : "+t.String()+"}")
+}
+
+// ConstantComplex returns a complex tensor of type t filled with re + im*i.
+func (b *Builder) ConstantComplex(t Type, re, im float64) *Value {
+	mustf(t.Elem.IsComplex(), "constant: %v is not complex", t)
+	lit := "(" + literal(t.Elem.Real(), re) + "," + literal(t.Elem.Real(), im) + ")"
+	return b.op("stablehlo.constant", t, "{value = dense<"+lit+"> : "+t.String()+"}")
 }
 
 // Scalar returns a rank-0 constant of element type e.

@@ -4,10 +4,23 @@ import "fmt"
 
 func (b *Builder) binary(name string, x, y *Value) *Value {
 	mustf(x.T.Equal(y.T), "%s: operand types differ: %v vs %v", name, x.T, y.T)
+	mustf(!x.T.Elem.IsComplex() || complexBinary[name], "%s is not defined for complex values", name)
 	return b.op("stablehlo."+name, x.T, "", x, y)
 }
 
-func (b *Builder) unary(name string, x *Value) *Value { return b.op("stablehlo."+name, x.T, "", x) }
+func (b *Builder) unary(name string, x *Value) *Value {
+	mustf(!x.T.Elem.IsComplex() || !realOnlyUnary[name], "%s is not defined for complex values", name)
+	return b.op("stablehlo."+name, x.T, "", x)
+}
+
+// complexBinary lists the binary ops that take complex operands; the others
+// (maximum, remainder, atan2, ...) order or round values, which complex
+// numbers do not allow in PyTorch.
+var complexBinary = map[string]bool{"add": true, "subtract": true, "multiply": true, "divide": true, "power": true}
+
+// realOnlyUnary lists the unary ops that reject complex operands.
+var realOnlyUnary = map[string]bool{"floor": true, "ceil": true, "round_nearest_even": true, "cbrt": true,
+	"popcnt": true, "not": true}
 
 // Add returns x + y elementwise; x and y have the same type.
 func (b *Builder) Add(x, y *Value) *Value { return b.binary("add", x, y) }
@@ -67,7 +80,6 @@ func (b *Builder) ShiftRightLogical(x, y *Value) *Value { return b.binary("shift
 
 // Unary ops, named as StableHLO names them.
 func (b *Builder) Neg(x *Value) *Value       { return b.unary("negate", x) }
-func (b *Builder) Abs(x *Value) *Value       { return b.unary("abs", x) }
 func (b *Builder) Exp(x *Value) *Value       { return b.unary("exponential", x) }
 func (b *Builder) Expm1(x *Value) *Value     { return b.unary("exponential_minus_one", x) }
 func (b *Builder) Log(x *Value) *Value       { return b.unary("log", x) }
@@ -105,9 +117,10 @@ const (
 // semantics, unsigned types as unsigned.
 func (b *Builder) Compare(dir string, x, y *Value) *Value {
 	mustf(x.T.Equal(y.T), "compare: operand types differ: %v vs %v", x.T, y.T)
+	mustf(!x.T.Elem.IsComplex() || dir == EQ || dir == NE, "compare: complex values have no order (%s)", dir)
 	kind := "SIGNED"
 	switch {
-	case x.T.Elem.IsFloat():
+	case x.T.Elem.IsFloat() || x.T.Elem.IsComplex():
 		kind = "FLOAT"
 	case x.T.Elem.IsUnsigned() || x.T.Elem == Pred:
 		kind = "UNSIGNED"

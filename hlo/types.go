@@ -25,10 +25,37 @@ const (
 	BF16 Elem = "bf16"
 	F32  Elem = "f32"
 	F64  Elem = "f64"
+	C64  Elem = "complex<f32>"
+	C128 Elem = "complex<f64>"
 )
 
 // IsFloat reports whether e is a floating-point type.
 func (e Elem) IsFloat() bool { return e == F16 || e == BF16 || e == F32 || e == F64 }
+
+// IsComplex reports whether e is a complex type.
+func (e Elem) IsComplex() bool { return e == C64 || e == C128 }
+
+// Real returns the element type of e's real and imaginary parts (e itself
+// when e is not complex).
+func (e Elem) Real() Elem {
+	switch e {
+	case C64:
+		return F32
+	case C128:
+		return F64
+	}
+	return e
+}
+
+// ComplexOf returns the complex type whose parts are of type e: complex<f64>
+// for f64, complex<f32> for the other floats, e itself when e is complex.
+func ComplexOf(e Elem) Elem {
+	switch e {
+	case F64, C128:
+		return C128
+	}
+	return C64
+}
 
 // IsInt reports whether e is a signed or unsigned integer type (not bool).
 func (e Elem) IsInt() bool {
@@ -47,6 +74,8 @@ func (e Elem) Bits() int {
 		return 16
 	case S32, U32, F32:
 		return 32
+	case C128:
+		return 128
 	default:
 		return 64
 	}
