@@ -20,13 +20,27 @@ type addressSpace struct {
 
 const reserveBytes = 1 << 44 // 16 TiB of address space, no memory
 
+var shared struct {
+	once  sync.Once
+	space *addressSpace
+	err   error
+}
+
+// newAddressSpace returns the process's address space, reserving it on first
+// use. Every engine in a process shares the one reservation: addresses only
+// need to be unique within the process, and a 47-bit user address space holds
+// just a few 16 TiB reservations.
 func newAddressSpace() (*addressSpace, error) {
-	mem, err := unix.Mmap(-1, 0, reserveBytes, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
-	if err != nil {
-		return nil, fmt.Errorf("torchtpu: reserving %d bytes of address space: %w", reserveBytes, err)
-	}
-	base := uintptr(unsafePointer(mem))
-	return &addressSpace{base: base, size: reserveBytes, next: base, free: map[uintptr][]uintptr{}}, nil
+	shared.once.Do(func() {
+		mem, err := unix.Mmap(-1, 0, reserveBytes, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
+		if err != nil {
+			shared.err = fmt.Errorf("torchtpu: reserving %d bytes of address space: %w", reserveBytes, err)
+			return
+		}
+		base := uintptr(unsafePointer(mem))
+		shared.space = &addressSpace{base: base, size: reserveBytes, next: base, free: map[uintptr][]uintptr{}}
+	})
+	return shared.space, shared.err
 }
 
 // sizeClass rounds n up so that freed ranges can be reused.
