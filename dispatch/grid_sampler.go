@@ -186,9 +186,10 @@ func (g *gridSampler) axisTaps(x *hlo.Value, j int) []axisTap {
 		}
 		return taps
 	}
+	// The weights are distances to the far corner, as CPU computes them.
 	x0 := b.Floor(x)
-	t := b.Sub(x, x0)
-	return []axisTap{{x0, b.Sub(k(1), t), k(-1)}, {b.Add(x0, k(1)), t, k(1)}}
+	x1 := b.Add(x0, k(1))
+	return []axisTap{{x0, b.Sub(x1, x), k(-1)}, {x1, b.Sub(x, x0), k(1)}}
 }
 
 // taps enumerates every input location the samples read (the product of the
@@ -226,13 +227,15 @@ func (g *gridSampler) taps(grid *hlo.Value) ([]gridTap, []*hlo.Value) {
 			for d := 0; d < g.s; d++ {
 				dw[d] = sel[d].dw
 			}
-			for d, t := range sel {
+			// Weights multiply innermost dim first, as CPU does.
+			for d := g.s - 1; d >= 0; d-- {
+				t := sel[d]
 				size := g.sizes[d]
 				ip := b.Convert(b.Select(b.IsFinite(t.pos), t.pos, g.k(-1, e)), hlo.S64)
 				in := b.And(b.Compare(hlo.GE, ip, g.k(0, hlo.S64)), b.Compare(hlo.LT, ip, g.k(float64(size), hlo.S64)))
 				ok = b.And(ok, in)
 				ip = b.Select(in, ip, g.k(0, hlo.S64))
-				flat = b.Add(b.Mul(flat, g.k(float64(size), hlo.S64)), ip)
+				flat = b.Add(flat, b.Mul(ip, g.k(float64(prod(g.sizes[d+1:])), hlo.S64)))
 				w = b.Mul(w, t.w)
 				for q := 0; q < g.s; q++ {
 					if q != d {
@@ -338,17 +341,14 @@ func prod(xs []int64) int64 {
 }
 
 // gridSamplerRule is grid_sampler_{2,3}d(input, grid, interpolation_mode,
-// padding_mode, align_corners); half precision computes in float32.
+// padding_mode, align_corners); like CPU it computes in the input's precision.
 func gridSamplerRule(s int) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		g, err := newGridSampler(c, 0, 1, s)
 		if err != nil {
 			return nil, err
 		}
-		e := g.in.DType.Elem()
-		ce := computeElem(e)
-		r := g.forward(c.B.Convert(c.T(0), ce), c.B.Convert(c.T(1), ce))
-		return []*hlo.Value{c.B.Convert(r, e)}, nil
+		return []*hlo.Value{g.forward(c.T(0), c.T(1))}, nil
 	}
 }
 
@@ -362,22 +362,13 @@ func gridSamplerBackwardRule(s int) Fn {
 		}
 		mask := c.mask(6, 2)
 		e := g.in.DType.Elem()
-		ce := computeElem(e)
 		b := c.B
-		gIn, gGrid := g.backward(b.Convert(c.T(0), ce), b.Convert(c.T(1), ce), b.Convert(c.T(2), ce))
+		gIn, gGrid := g.backward(c.T(0), c.T(1), c.T(2))
 		return []*hlo.Value{
 			maskedOut(b, mask[0], func() *hlo.Value { return gIn }, e, g.in.Sizes),
 			maskedOut(b, mask[1], func() *hlo.Value { return gGrid }, e, g.grid.Sizes),
 		}, nil
 	}
-}
-
-// computeElem is float32 for half-precision e, else e.
-func computeElem(e hlo.Elem) hlo.Elem {
-	if e == hlo.F16 || e == hlo.BF16 {
-		return hlo.F32
-	}
-	return e
 }
 
 func init() {
