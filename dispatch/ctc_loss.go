@@ -116,12 +116,13 @@ func ctcFull(b *hlo.Builder, e hlo.Elem, v float64, shape ...int64) *hlo.Value {
 	return b.BroadcastTo(b.Scalar(e, v), shape)
 }
 
-// lse3 is log(exp(a1) + exp(a2) + exp(a3)) the way CPU's kernel computes it.
+// lse3 is log(exp(a1) + exp(a2) + exp(a3)) the way CPU's kernel computes it
+// (exp and log rounded from float64, like the C library's float functions).
 func lse3(b *hlo.Builder, a1, a2, a3 *hlo.Value) *hlo.Value {
 	m := b.Max(b.Max(a1, a2), a3)
 	m = b.Select(b.Compare(hlo.EQ, m, splat(b, m, math.Inf(-1))), splat(b, m, 0), m)
-	s := b.Add(b.Add(b.Exp(b.Sub(a1, m)), b.Exp(b.Sub(a2, m))), b.Exp(b.Sub(a3, m)))
-	return b.Add(b.Log(s), m)
+	s := b.Add(b.Add(pexp(b, b.Sub(a1, m)), pexp(b, b.Sub(a2, m))), pexp(b, b.Sub(a3, m)))
+	return b.Add(plog(b, s), m)
 }
 
 // shiftS moves a [B, S'] value k places along S' (right for k > 0), filling with -inf.
@@ -227,7 +228,7 @@ func (p *ctcProblem) nll(la *hlo.Value) *hlo.Value {
 	l1, l2 := p.atEnd(la, end), p.atEnd(la, b.Sub(end, k(1)))
 	m := b.Max(l1, l2)
 	m = b.Select(b.Compare(hlo.EQ, m, splat(b, m, math.Inf(-1))), splat(b, m, 0), m)
-	ll := b.Add(b.Log(b.Add(b.Exp(b.Sub(l1, m)), b.Exp(b.Sub(l2, m)))), m)
+	ll := b.Add(plog(b, b.Add(pexp(b, b.Sub(l1, m)), pexp(b, b.Sub(l2, m)))), m)
 	ll = b.Select(b.Compare(hlo.EQ, p.tl, k(0)), p.atEnd(la, k(0)), ll)
 	return b.Neg(ll)
 }

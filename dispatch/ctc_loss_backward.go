@@ -58,23 +58,13 @@ func shiftLabelsLeft(b *hlo.Builder, l *hlo.Value, k int64) *hlo.Value {
 // for infinite losses).
 func (p *ctcProblem) grad(gOut, la, lb, nll *hlo.Value) *hlo.Value {
 	b, e := p.b, p.elem
-	full := []int64{p.t, p.n, p.sp}
+	// Masked-out positions add -inf, which leaves a class's sum unchanged.
 	lab := b.Add(la, lb)
-	// Per (t, b) maximum keeps the exponentials in range.
-	m := b.Reduce(lab, b.Scalar(e, math.Inf(-1)), hlo.ReduceMax, 2)
-	m = b.Select(b.Compare(hlo.EQ, m, splat(b, m, math.Inf(-1))), splat(b, m, 0), m)
-	ex := b.Exp(b.Sub(lab, b.BroadcastInDim(m, full, []int64{0, 1})))
-	it := hlo.T(hlo.S64, full...)
-	k := func(v int64) *hlo.Value { return b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), v), full) }
-	row := b.Add(b.Mul(b.Iota(it, 0), k(p.n)), b.Iota(it, 1))
-	idx := b.Add(b.Mul(row, k(p.c)), b.BroadcastInDim(p.labels, full, []int64{1, 2}))
-	sums := b.ScatterFlat(ctcFull(b, e, 0, p.t*p.n*p.c), idx, ex,
-		func(rb *hlo.Builder, old, upd *hlo.Value) *hlo.Value { return rb.Add(old, upd) })
+	lcab := p.classSums(lab)
 	cshape := []int64{p.t, p.n, p.c}
-	lcab := b.Add(b.Log(b.Reshape(sums, cshape...)), b.BroadcastInDim(m, cshape, []int64{0, 1}))
 	lp := p.lp
 	nllB := b.BroadcastInDim(nll, cshape, []int64{1})
-	g := b.Mul(b.Sub(b.Exp(lp), b.Exp(b.Sub(b.Add(lcab, nllB), lp))), b.BroadcastInDim(gOut, cshape, []int64{1}))
+	g := b.Mul(b.Sub(pexp(b, lp), pexp(b, b.Sub(b.Add(lcab, nllB), lp))), b.BroadcastInDim(gOut, cshape, []int64{1}))
 	zero := ctcFull(b, e, 0, cshape...)
 	ti := b.Iota(hlo.T(hlo.S64, cshape...), 0)
 	past := b.Compare(hlo.GE, ti, b.BroadcastInDim(p.il, cshape, []int64{1}))
@@ -83,6 +73,36 @@ func (p *ctcProblem) grad(gOut, la, lb, nll *hlo.Value) *hlo.Value {
 		g = b.Select(b.Compare(hlo.EQ, nllB, splat(b, nllB, math.Inf(1))), zero, g)
 	}
 	return g
+}
+
+// lse2 is log(exp(acc) + exp(v)) as CPU accumulates it, v itself where acc is -inf.
+func lse2(rb *hlo.Builder, acc, v *hlo.Value) *hlo.Value {
+	m := rb.Max(acc, v)
+	r := rb.Add(plog(rb, rb.Add(pexp(rb, rb.Sub(acc, m)), pexp(rb, rb.Sub(v, m)))), m)
+	return rb.Select(rb.Compare(hlo.EQ, acc, splat(rb, acc, math.Inf(-1))), v, r)
+}
+
+// classSums is, per (t, b, class c), the log of the summed exp(alpha + beta)
+// over the positions s whose label is c: [T, B, C], accumulated pairwise from
+// the last position down to the first as CPU does.
+func (p *ctcProblem) classSums(lab *hlo.Value) *hlo.Value {
+	b, e := p.b, p.elem
+	T, B, C, S := p.t, p.n, p.c, p.sp
+	acc := ctcFull(b, e, math.Inf(-1), T*B*C)
+	out := b.For(S, []*hlo.Value{acc, lab, p.labels}, func(rb *hlo.Builder, i *hlo.Value, a []*hlo.Value) []*hlo.Value {
+		acc, lab, labels := a[0], a[1], a[2]
+		s := rb.Sub(rb.ConstantInt(hlo.T(hlo.S64), S-1), i)
+		z := rb.ConstantInt(hlo.T(hlo.S64), 0)
+		v := rb.Reshape(rb.DynamicSlice(lab, []*hlo.Value{z, z, s}, []int64{T, B, 1}), T, B)
+		l := rb.Reshape(rb.DynamicSlice(labels, []*hlo.Value{z, s}, []int64{B, 1}), B)
+		sh := []int64{T, B}
+		k := func(x int64) *hlo.Value { return rb.BroadcastTo(rb.ConstantInt(hlo.T(hlo.S64), x), sh) }
+		row := rb.Add(rb.Mul(rb.Iota(hlo.T(hlo.S64, sh...), 0), k(B)), rb.Iota(hlo.T(hlo.S64, sh...), 1))
+		idx := rb.Add(rb.Mul(row, k(C)), rb.BroadcastInDim(l, sh, []int64{1}))
+		acc = rb.ScatterFlat(acc, idx, v, lse2)
+		return []*hlo.Value{acc, lab, labels}
+	})
+	return b.Reshape(out[0], T, B, C)
 }
 
 // ctcLossBackwardRule is _ctc_loss_backward(grad, log_probs, targets,
