@@ -94,8 +94,8 @@ func converge(b *hlo.Builder, maxIter int64, done *hlo.Value, vals []*hlo.Value,
 }
 
 // igamSeries is the lower regularized incomplete gamma by its power series
-// (DLMF 8.11.4), for the elements where use holds.
-func igamSeries(b *hlo.Builder, a, x, use *hlo.Value, k igamConsts) *hlo.Value {
+// (DLMF 8.11.4), for the elements where use holds; ax is igamFac(a, x).
+func igamSeries(b *hlo.Builder, a, x, ax, use *hlo.Value, k igamConsts) *hlo.Value {
 	one := splat(b, x, 1)
 	out := converge(b, 2000, b.Not(use), []*hlo.Value{a, x, a, one, one},
 		func(rb *hlo.Builder, _ *hlo.Value, v []*hlo.Value) ([]*hlo.Value, *hlo.Value) {
@@ -104,7 +104,6 @@ func igamSeries(b *hlo.Builder, a, x, use *hlo.Value, k igamConsts) *hlo.Value {
 			ans := rb.Add(v[4], c)
 			return []*hlo.Value{v[0], v[1], r, c, ans}, rb.Compare(hlo.LE, c, rb.Mul(splat(rb, c, k.machep), ans))
 		})
-	ax := igamFac(b, a, x, k)
 	return b.Select(b.Compare(hlo.EQ, ax, splat(b, x, 0)), splat(b, x, 0), b.Div(b.Mul(out[4], ax), a))
 }
 
@@ -128,7 +127,7 @@ func igamcSeries(b *hlo.Builder, a, x, use *hlo.Value, k igamConsts) *hlo.Value 
 
 // igamcFraction is the upper regularized incomplete gamma by its continued
 // fraction (DLMF 8.9.2), for large x.
-func igamcFraction(b *hlo.Builder, a, x, use *hlo.Value, k igamConsts) *hlo.Value {
+func igamcFraction(b *hlo.Builder, a, x, ax, use *hlo.Value, k igamConsts) *hlo.Value {
 	c := func(v float64) *hlo.Value { return splat(b, x, v) }
 	y := b.Sub(c(1), a)
 	z := b.Add(b.Add(x, y), c(1))
@@ -151,7 +150,6 @@ func igamcFraction(b *hlo.Builder, a, x, use *hlo.Value, k igamConsts) *hlo.Valu
 			return []*hlo.Value{cc, yy, zz, scale(pkm2), scale(pkm1), scale(qkm2), scale(qkm1), ans},
 				rb.Compare(hlo.LE, t, k1(k.machep))
 		})
-	ax := igamFac(b, a, x, k)
 	return b.Select(b.Compare(hlo.EQ, ax, c(0)), c(0), b.Mul(out[7], ax))
 }
 
@@ -169,11 +167,23 @@ func igamAsymptotic(b *hlo.Builder, a, x *hlo.Value, lower bool, k igamConsts) *
 	eta := b.Select(b.Compare(hlo.GT, lambda, c(1)), e0,
 		b.Select(b.Compare(hlo.LT, lambda, c(1)), b.Neg(e0), c(0)))
 	res := b.Mul(c(0.5), b.Chlo("erfc", b.Mul(b.Mul(c(sgn), eta), b.Sqrt(b.Div(a, c(2))))))
+	// ck[., k] = sum_n d[k][n] eta^n for every k at once: eta's powers times the table.
+	n := x.T.Shape[0]
+	pows := make([]*hlo.Value, 25)
+	pw := c(1)
+	for i := range pows {
+		pows[i] = b.Reshape(pw, n, 1)
+		pw = b.Mul(pw, eta)
+	}
+	flat := make([]float64, 0, 625)
+	for i := range igamAsymD {
+		flat = append(flat, igamAsymD[i][:]...)
+	}
+	ck := b.DotGeneral(b.Concatenate(1, pows...), b.DenseF64(flat, 25, 25), nil, nil, []int64{1}, []int64{1})
 	sum, afac, absold := c(0), c(1), c(math.Inf(1))
 	stopped := b.Compare(hlo.NE, c(0), c(0))
-	for i := 0; i < 25; i++ {
-		ck := poly(b, eta, reversed(igamAsymD[i][:])...)
-		term := b.Mul(ck, afac)
+	for i := int64(0); i < 25; i++ {
+		term := b.Mul(b.Reshape(b.Slice(ck, []int64{0, i}, []int64{n, i + 1}, []int64{1, 1}), n), afac)
 		absterm := b.Abs(term)
 		stopped = b.Or(stopped, b.Compare(hlo.GT, absterm, absold))
 		sum = b.Select(stopped, sum, b.Add(sum, term))
@@ -213,9 +223,10 @@ func incompleteGamma(b *hlo.Builder, a, x *hlo.Value, upper bool, k igamConsts) 
 	// Where no branch applies the loops see harmless inputs.
 	safe := func(v *hlo.Value) *hlo.Value { return b.Select(valid, v, c(1)) }
 	sa, sx := safe(a), safe(x)
-	series := igamSeries(b, sa, sx, useSeries, k)
+	ax := igamFac(b, sa, sx, k)
+	series := igamSeries(b, sa, sx, ax, useSeries, k)
 	gc := b.Select(viaLower, b.Sub(c(1), series),
-		b.Select(cmp(hlo.GT, x, c(1.1)), igamcFraction(b, sa, sx, useFrac, k), igamcSeries(b, sa, sx, useCSeries, k)))
+		b.Select(cmp(hlo.GT, x, c(1.1)), igamcFraction(b, sa, sx, ax, useFrac, k), igamcSeries(b, sa, sx, useCSeries, k)))
 	var r *hlo.Value
 	lo, hi := c(0), c(1)
 	if upper {
