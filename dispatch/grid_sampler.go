@@ -265,16 +265,38 @@ func (g *gridSampler) chanBroadcast(v *hlo.Value) *hlo.Value {
 	return g.b.BroadcastInDim(v, shape, mapping)
 }
 
-// forward samples input at grid: sum over taps of weight * value (0 out of bounds).
+// stackTaps stacks the taps' [N, C, O...] index tensors into [K, N, C, O...],
+// so one gather or scatter serves every tap.
+func (g *gridSampler) stackTaps(taps []gridTap) *hlo.Value {
+	parts := make([]*hlo.Value, len(taps))
+	for i, t := range taps {
+		parts[i] = g.b.Reshape(t.idx, append([]int64{1}, t.idx.T.Shape...)...)
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return g.b.Concatenate(0, parts...)
+}
+
+// tapSlice is tap i of a stacked [K, N, C, O...] value.
+func (g *gridSampler) tapSlice(v *hlo.Value, i int64) *hlo.Value {
+	r := v.T.Rank()
+	start, limit := make([]int64, r), slices.Clone(v.T.Shape)
+	start[0], limit[0] = i, i+1
+	return g.b.Reshape(g.b.Slice(v, start, limit, ones(r)), v.T.Shape[1:]...)
+}
+
+// forward samples input at grid: the sum over taps, in order, of weight *
+// value (0 out of bounds).
 func (g *gridSampler) forward(input, grid *hlo.Value) *hlo.Value {
 	b := g.b
 	flatIn := b.Reshape(input, g.in.Sizes[0]*g.in.Sizes[1]*prod(g.sizes))
 	taps, _ := g.taps(grid)
+	vals := b.GatherFlat(flatIn, g.stackTaps(taps))
 	var r *hlo.Value
-	for _, t := range taps {
-		v := b.GatherFlat(flatIn, t.idx)
+	for i, t := range taps {
 		w := b.Select(t.ok, t.w, g.k(0, t.w.T.Elem))
-		term := b.Mul(v, g.chanBroadcast(w))
+		term := b.Mul(g.tapSlice(vals, int64(i)), g.chanBroadcast(w))
 		if r == nil {
 			r = term
 		} else {
@@ -282,46 +304,6 @@ func (g *gridSampler) forward(input, grid *hlo.Value) *hlo.Value {
 		}
 	}
 	return r
-}
-
-// backward gives the input gradient (scatter-added weighted output
-// gradients) and the grid gradient (summed over channels).
-func (g *gridSampler) backward(gOut, input, grid *hlo.Value) (*hlo.Value, *hlo.Value) {
-	b := g.b
-	total := g.in.Sizes[0] * g.in.Sizes[1] * prod(g.sizes)
-	flatIn := b.Reshape(input, total)
-	taps, mults := g.taps(grid)
-	e := gOut.T.Elem
-	gIn := b.BroadcastTo(b.Scalar(e, 0), []int64{total})
-	gsrc := make([]*hlo.Value, g.s)
-	for _, t := range taps {
-		w := b.Select(t.ok, t.w, g.k(0, e))
-		gIn = b.ScatterFlat(gIn, t.idx, b.Mul(gOut, g.chanBroadcast(w)),
-			func(rb *hlo.Builder, old, upd *hlo.Value) *hlo.Value { return rb.Add(old, upd) })
-		if g.interp == 1 {
-			continue
-		}
-		v := b.Mul(b.GatherFlat(flatIn, t.idx), gOut)
-		v = b.Select(g.chanBroadcast(t.ok), v, b.BroadcastTo(b.Scalar(e, 0), v.T.Shape))
-		sv := b.Reduce(v, b.Scalar(e, 0), hlo.ReduceSum, 1)
-		for j := 0; j < g.s; j++ {
-			term := b.Mul(sv, t.dw[j])
-			if gsrc[j] == nil {
-				gsrc[j] = term
-			} else {
-				gsrc[j] = b.Add(gsrc[j], term)
-			}
-		}
-	}
-	comps := make([]*hlo.Value, g.s)
-	for j := 0; j < g.s; j++ {
-		gj := g.k(0, e)
-		if gsrc[j] != nil {
-			gj = b.Mul(gsrc[j], mults[j])
-		}
-		comps[g.s-1-j] = b.Reshape(gj, append(slices.Clone(g.ptShape), 1)...)
-	}
-	return b.Reshape(gIn, g.in.Sizes...), b.Concatenate(g.s+1, comps...)
 }
 
 func ones(n int) []int64 {
@@ -352,28 +334,7 @@ func gridSamplerRule(s int) Fn {
 	}
 }
 
-// gridSamplerBackwardRule is grid_sampler_{2,3}d_backward(grad_output,
-// input, grid, interpolation_mode, padding_mode, align_corners, output_mask).
-func gridSamplerBackwardRule(s int) Fn {
-	return func(c *Ctx) ([]*hlo.Value, error) {
-		g, err := newGridSampler(c, 1, 2, s)
-		if err != nil {
-			return nil, err
-		}
-		mask := c.mask(6, 2)
-		e := g.in.DType.Elem()
-		b := c.B
-		gIn, gGrid := g.backward(c.T(0), c.T(1), c.T(2))
-		return []*hlo.Value{
-			maskedOut(b, mask[0], func() *hlo.Value { return gIn }, e, g.in.Sizes),
-			maskedOut(b, mask[1], func() *hlo.Value { return gGrid }, e, g.grid.Sizes),
-		}, nil
-	}
-}
-
 func init() {
 	def("aten::grid_sampler_2d", gridSamplerRule(2), "aten::grid_sampler_2d.out")
 	def("aten::grid_sampler_3d", gridSamplerRule(3), "aten::grid_sampler_3d.out")
-	def("aten::grid_sampler_2d_backward", gridSamplerBackwardRule(2), "aten::grid_sampler_2d_backward.out")
-	def("aten::grid_sampler_3d_backward", gridSamplerBackwardRule(3), "aten::grid_sampler_3d_backward.out")
 }
