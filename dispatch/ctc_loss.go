@@ -21,7 +21,7 @@ type ctcProblem struct {
 	zeroInf bool
 }
 
-// lengths reads an int[] argument, or an integer tensor argument to the host.
+// ctcLengths reads an int[] argument, or an integer tensor argument to the host.
 func ctcLengths(c *Ctx, i int) ([]int64, error) {
 	if c.IsTensor(i) {
 		return c.R.Int64s(c.Args[i].Handles[0])
@@ -111,22 +111,22 @@ func newCTC(c *Ctx, lpArg int, blank int64, zeroInf bool) (*ctcProblem, error) {
 	return p, nil
 }
 
-// full is a [B, S'] (or other shape) constant of the problem's float type.
+// ctcFull is a constant of float type e and the given shape filled with v.
 func ctcFull(b *hlo.Builder, e hlo.Elem, v float64, shape ...int64) *hlo.Value {
 	return b.BroadcastTo(b.Scalar(e, v), shape)
 }
 
-// lse3 is log(exp(a1) + exp(a2) + exp(a3)) the way CPU's kernel computes it
+// ctcLSE3 is log(exp(a1) + exp(a2) + exp(a3)) the way CPU's kernel computes it
 // (exp and log rounded from float64, like the C library's float functions).
-func lse3(b *hlo.Builder, a1, a2, a3 *hlo.Value) *hlo.Value {
+func ctcLSE3(b *hlo.Builder, a1, a2, a3 *hlo.Value) *hlo.Value {
 	m := b.Max(b.Max(a1, a2), a3)
 	m = b.Select(b.Compare(hlo.EQ, m, splat(b, m, math.Inf(-1))), splat(b, m, 0), m)
 	s := b.Add(b.Add(pexp(b, b.Sub(a1, m)), pexp(b, b.Sub(a2, m))), pexp(b, b.Sub(a3, m)))
 	return b.Add(plog(b, s), m)
 }
 
-// shiftS moves a [B, S'] value k places along S' (right for k > 0), filling with -inf.
-func shiftS(b *hlo.Builder, v *hlo.Value, k int64) *hlo.Value {
+// ctcShift moves a [B, S'] value k places along S' (right for k > 0), filling with -inf.
+func ctcShift(b *hlo.Builder, v *hlo.Value, k int64) *hlo.Value {
 	B, S := v.T.Shape[0], v.T.Shape[1]
 	a := k
 	if a < 0 {
@@ -163,15 +163,15 @@ func (p *ctcProblem) perB(v *hlo.Value) *hlo.Value {
 	return p.b.BroadcastInDim(v, []int64{p.n, p.sp}, []int64{0})
 }
 
-// timeSlice reads step t (a scalar int64) of a [T, B, S'] value.
-func timeSlice(rb *hlo.Builder, v, t *hlo.Value) *hlo.Value {
+// ctcTimeSlice reads step t (a scalar int64) of a [T, B, S'] value.
+func ctcTimeSlice(rb *hlo.Builder, v, t *hlo.Value) *hlo.Value {
 	z := rb.ConstantInt(hlo.T(hlo.S64), 0)
 	return rb.Reshape(rb.DynamicSlice(v, []*hlo.Value{t, z, z}, []int64{1, v.T.Shape[1], v.T.Shape[2]}),
 		v.T.Shape[1], v.T.Shape[2])
 }
 
-// timeStore writes a [B, S'] value at step t of a [T, B, S'] value.
-func timeStore(rb *hlo.Builder, v, x, t *hlo.Value) *hlo.Value {
+// ctcTimeStore writes a [B, S'] value at step t of a [T, B, S'] value.
+func ctcTimeStore(rb *hlo.Builder, v, x, t *hlo.Value) *hlo.Value {
 	z := rb.ConstantInt(hlo.T(hlo.S64), 0)
 	return rb.DynamicUpdateSlice(v, rb.Reshape(x, 1, x.T.Shape[0], x.T.Shape[1]), []*hlo.Value{t, z, z})
 }
@@ -183,24 +183,24 @@ func (p *ctcProblem) alpha(lpl *hlo.Value) *hlo.Value {
 	ninf := ctcFull(b, e, math.Inf(-1), p.n, p.sp)
 	k := func(v int64) *hlo.Value { return b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), v), []int64{p.n, p.sp}) }
 	// Skipping from s-2 is allowed where that label differs (never for blanks).
-	skip := b.And(b.Compare(hlo.GT, s, k(1)), b.Compare(hlo.NE, p.labels, shiftLabels(b, p.labels, 2)))
-	lp0 := timeSlice(b, lpl, b.ConstantInt(hlo.T(hlo.S64), 0))
+	skip := b.And(b.Compare(hlo.GT, s, k(1)), b.Compare(hlo.NE, p.labels, ctcShiftLabels(b, p.labels, 2)))
+	lp0 := ctcTimeSlice(b, lpl, b.ConstantInt(hlo.T(hlo.S64), 0))
 	first := b.Or(b.Compare(hlo.EQ, s, k(0)), b.And(b.Compare(hlo.EQ, s, k(1)),
 		b.Compare(hlo.GT, p.perB(p.tl), k(0))))
 	a0 := b.Select(first, lp0, ninf)
-	la := timeStore(b, ctcFull(b, e, math.Inf(-1), p.t, p.n, p.sp), a0, b.ConstantInt(hlo.T(hlo.S64), 0))
+	la := ctcTimeStore(b, ctcFull(b, e, math.Inf(-1), p.t, p.n, p.sp), a0, b.ConstantInt(hlo.T(hlo.S64), 0))
 	out := b.For(p.t-1, []*hlo.Value{a0, la, lpl, skip}, func(rb *hlo.Builder, i *hlo.Value, a []*hlo.Value) []*hlo.Value {
 		prev, la, lpl, skip := a[0], a[1], a[2], a[3]
 		t := rb.Add(i, rb.ConstantInt(hlo.T(hlo.S64), 1))
-		a3 := rb.Select(skip, shiftS(rb, prev, 2), ctcFull(rb, prev.T.Elem, math.Inf(-1), prev.T.Shape...))
-		cur := rb.Add(lse3(rb, prev, shiftS(rb, prev, 1), a3), timeSlice(rb, lpl, t))
-		return []*hlo.Value{cur, timeStore(rb, la, cur, t), lpl, skip}
+		a3 := rb.Select(skip, ctcShift(rb, prev, 2), ctcFull(rb, prev.T.Elem, math.Inf(-1), prev.T.Shape...))
+		cur := rb.Add(ctcLSE3(rb, prev, ctcShift(rb, prev, 1), a3), ctcTimeSlice(rb, lpl, t))
+		return []*hlo.Value{cur, ctcTimeStore(rb, la, cur, t), lpl, skip}
 	})
 	return out[1]
 }
 
-// shiftLabels moves [B, S'] labels k places right, filling with -1.
-func shiftLabels(b *hlo.Builder, l *hlo.Value, k int64) *hlo.Value {
+// ctcShiftLabels moves [B, S'] labels k places right, filling with -1.
+func ctcShiftLabels(b *hlo.Builder, l *hlo.Value, k int64) *hlo.Value {
 	B, S := l.T.Shape[0], l.T.Shape[1]
 	fill := b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), -1), []int64{B, min(k, S)})
 	if k >= S {

@@ -17,7 +17,7 @@ func (p *ctcProblem) beta(lpl *hlo.Value) *hlo.Value {
 	end := p.perB(b.Add(p.tl, p.tl))
 	valid := b.Compare(hlo.LE, s, end)
 	// Skipping from s+2 is allowed where that label differs and s+2 is in range.
-	up2 := shiftLabelsLeft(b, p.labels, 2)
+	up2 := ctcShiftLabelsLeft(b, p.labels, 2)
 	skip := b.And(b.Compare(hlo.LT, s, b.Sub(end, k(1))), b.Compare(hlo.NE, up2, p.labels))
 	// The start values at step il-1: the last blank and the last label.
 	start := b.Or(b.Compare(hlo.EQ, s, end), b.And(b.Compare(hlo.EQ, s, b.Sub(end, k(1))),
@@ -31,19 +31,19 @@ func (p *ctcProblem) beta(lpl *hlo.Value) *hlo.Value {
 			next, lb, lpl, skip, valid, start, last := a[0], a[1], a[2], a[3], a[4], a[5], a[6]
 			t := rb.Sub(rb.ConstantInt(hlo.T(hlo.S64), T-1), i)
 			ninf := ctcFull(rb, next.T.Elem, math.Inf(-1), next.T.Shape...)
-			lpt := timeSlice(rb, lpl, t)
-			b3 := rb.Select(skip, shiftS(rb, next, -2), ninf)
-			rec := rb.Select(valid, rb.Add(lse3(rb, next, shiftS(rb, next, -1), b3), lpt), ninf)
+			lpt := ctcTimeSlice(rb, lpl, t)
+			b3 := rb.Select(skip, ctcShift(rb, next, -2), ninf)
+			rec := rb.Select(valid, rb.Add(ctcLSE3(rb, next, ctcShift(rb, next, -1), b3), lpt), ninf)
 			tb := rb.BroadcastTo(t, next.T.Shape)
 			cur := rb.Select(rb.Compare(hlo.EQ, tb, last), rb.Select(start, lpt, ninf), rec)
 			cur = rb.Select(rb.Compare(hlo.GT, tb, last), ninf, cur)
-			return []*hlo.Value{cur, timeStore(rb, lb, cur, t), lpl, skip, valid, start, last}
+			return []*hlo.Value{cur, ctcTimeStore(rb, lb, cur, t), lpl, skip, valid, start, last}
 		})
 	return out[1]
 }
 
-// shiftLabelsLeft moves [B, S'] labels k places left, filling with -1.
-func shiftLabelsLeft(b *hlo.Builder, l *hlo.Value, k int64) *hlo.Value {
+// ctcShiftLabelsLeft moves [B, S'] labels k places left, filling with -1.
+func ctcShiftLabelsLeft(b *hlo.Builder, l *hlo.Value, k int64) *hlo.Value {
 	B, S := l.T.Shape[0], l.T.Shape[1]
 	fill := b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), -1), []int64{B, min(k, S)})
 	if k >= S {
@@ -75,8 +75,8 @@ func (p *ctcProblem) grad(gOut, la, lb, nll *hlo.Value) *hlo.Value {
 	return g
 }
 
-// lse2 is log(exp(acc) + exp(v)) as CPU accumulates it, v itself where acc is -inf.
-func lse2(rb *hlo.Builder, acc, v *hlo.Value) *hlo.Value {
+// ctcLSE2 is log(exp(acc) + exp(v)) as CPU accumulates it, v itself where acc is -inf.
+func ctcLSE2(rb *hlo.Builder, acc, v *hlo.Value) *hlo.Value {
 	m := rb.Max(acc, v)
 	r := rb.Add(plog(rb, rb.Add(pexp(rb, rb.Sub(acc, m)), pexp(rb, rb.Sub(v, m)))), m)
 	return rb.Select(rb.Compare(hlo.EQ, acc, splat(rb, acc, math.Inf(-1))), v, r)
@@ -99,7 +99,7 @@ func (p *ctcProblem) classSums(lab *hlo.Value) *hlo.Value {
 		k := func(x int64) *hlo.Value { return rb.BroadcastTo(rb.ConstantInt(hlo.T(hlo.S64), x), sh) }
 		row := rb.Add(rb.Mul(rb.Iota(hlo.T(hlo.S64, sh...), 0), k(B)), rb.Iota(hlo.T(hlo.S64, sh...), 1))
 		idx := rb.Add(rb.Mul(row, k(C)), rb.BroadcastInDim(l, sh, []int64{1}))
-		acc = rb.ScatterFlat(acc, idx, v, lse2)
+		acc = rb.ScatterFlat(acc, idx, v, ctcLSE2)
 		return []*hlo.Value{acc, lab, labels}
 	})
 	return b.Reshape(out[0], T, B, C)
@@ -115,7 +115,7 @@ func ctcLossBackwardRule(c *Ctx) ([]*hlo.Value, error) {
 	}
 	b := c.B
 	la := b.Convert(b.Transpose(c.T(6), 1, 0, 2), p.elem)
-	if !sameInts(la.T.Shape, []int64{p.t, p.n, p.sp}) {
+	if !ctcSameShape(la.T.Shape, []int64{p.t, p.n, p.sp}) {
 		return nil, Errorf("ctc_loss_backward: log_alpha has the wrong shape %s", shapeString(c.Meta(6).Sizes))
 	}
 	lb := p.beta(p.labelProbs())
@@ -123,7 +123,8 @@ func ctcLossBackwardRule(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{g}, nil
 }
 
-func sameInts(a, b []int64) bool {
+// ctcSameShape says whether two shapes are equal.
+func ctcSameShape(a, b []int64) bool {
 	if len(a) != len(b) {
 		return false
 	}

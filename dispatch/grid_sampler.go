@@ -65,7 +65,7 @@ func (g *gridSampler) coord(grid *hlo.Value, j int) *hlo.Value {
 	comp := int64(g.s - 1 - j)
 	start, limit := make([]int64, g.s+2), slices.Clone(g.grid.Sizes)
 	start[g.s+1], limit[g.s+1] = comp, comp+1
-	return b.Reshape(b.Slice(grid, start, limit, ones(g.s+2)), g.ptShape...)
+	return b.Reshape(b.Slice(grid, start, limit, gridOnes(g.s+2)), g.ptShape...)
 }
 
 // unnormalize maps a grid coordinate in [-1, 1] to a source index, also
@@ -235,7 +235,7 @@ func (g *gridSampler) taps(grid *hlo.Value) ([]gridTap, []*hlo.Value) {
 				in := b.And(b.Compare(hlo.GE, ip, g.k(0, hlo.S64)), b.Compare(hlo.LT, ip, g.k(float64(size), hlo.S64)))
 				ok = b.And(ok, in)
 				ip = b.Select(in, ip, g.k(0, hlo.S64))
-				flat = b.Add(flat, b.Mul(ip, g.k(float64(prod(g.sizes[d+1:])), hlo.S64)))
+				flat = b.Add(flat, b.Mul(ip, g.k(float64(gridProd(g.sizes[d+1:])), hlo.S64)))
 				w = b.Mul(w, t.w)
 				for q := 0; q < g.s; q++ {
 					if q != d {
@@ -283,14 +283,14 @@ func (g *gridSampler) tapSlice(v *hlo.Value, i int64) *hlo.Value {
 	r := v.T.Rank()
 	start, limit := make([]int64, r), slices.Clone(v.T.Shape)
 	start[0], limit[0] = i, i+1
-	return g.b.Reshape(g.b.Slice(v, start, limit, ones(r)), v.T.Shape[1:]...)
+	return g.b.Reshape(g.b.Slice(v, start, limit, gridOnes(r)), v.T.Shape[1:]...)
 }
 
 // forward samples input at grid: the sum over taps, in order, of weight *
 // value (0 out of bounds).
 func (g *gridSampler) forward(input, grid *hlo.Value) *hlo.Value {
 	b := g.b
-	flatIn := b.Reshape(input, g.in.Sizes[0]*g.in.Sizes[1]*prod(g.sizes))
+	flatIn := b.Reshape(input, g.in.Sizes[0]*g.in.Sizes[1]*gridProd(g.sizes))
 	taps, _ := g.taps(grid)
 	vals := b.GatherFlat(flatIn, g.stackTaps(taps))
 	var r *hlo.Value
@@ -306,7 +306,8 @@ func (g *gridSampler) forward(input, grid *hlo.Value) *hlo.Value {
 	return r
 }
 
-func ones(n int) []int64 {
+// gridOnes is n unit strides.
+func gridOnes(n int) []int64 {
 	r := make([]int64, n)
 	for i := range r {
 		r[i] = 1
@@ -314,7 +315,8 @@ func ones(n int) []int64 {
 	return r
 }
 
-func prod(xs []int64) int64 {
+// gridProd is the product of xs.
+func gridProd(xs []int64) int64 {
 	p := int64(1)
 	for _, x := range xs {
 		p *= x

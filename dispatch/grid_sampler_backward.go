@@ -10,7 +10,7 @@ import (
 // gradients) and the grid gradient (summed over channels).
 func (g *gridSampler) backward(gOut, input, grid *hlo.Value) (*hlo.Value, *hlo.Value) {
 	b := g.b
-	total := g.in.Sizes[0] * g.in.Sizes[1] * prod(g.sizes)
+	total := g.in.Sizes[0] * g.in.Sizes[1] * gridProd(g.sizes)
 	flatIn := b.Reshape(input, total)
 	taps, mults := g.taps(grid)
 	e := gOut.T.Elem

@@ -34,7 +34,8 @@ var (
 
 const lanczosG = 6.024680040776729583740234375
 
-func reversed(xs []float64) []float64 {
+// reversedCoeffs lists coefficients in the opposite order.
+func reversedCoeffs(xs []float64) []float64 {
 	r := make([]float64, len(xs))
 	for i, v := range xs {
 		r[len(xs)-1-i] = v
@@ -47,7 +48,7 @@ func reversed(xs []float64) []float64 {
 func lanczosSum(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	inv := b.Div(splat(b, x, 1), x)
 	near := b.Div(poly(b, x, lanczosNum...), poly(b, x, lanczosDen...))
-	far := b.Div(poly(b, inv, reversed(lanczosNum)...), poly(b, inv, reversed(lanczosDen)...))
+	far := b.Div(poly(b, inv, reversedCoeffs(lanczosNum)...), poly(b, inv, reversedCoeffs(lanczosDen)...))
 	return b.Select(b.Compare(hlo.GT, b.Abs(x), splat(b, x, 1)), far, near)
 }
 
@@ -67,11 +68,11 @@ func igamFac(b *hlo.Builder, a, x *hlo.Value, k igamConsts) *hlo.Value {
 	return b.Select(far, farV, b.Select(small, r1, r2))
 }
 
-// converge runs body, at most maxIter times, on the rank-1 carried values
+// igamConverge runs body, at most maxIter times, on the rank-1 carried values
 // of the elements not yet done (done marks them at the start); body returns
 // the next values and where the element stops after this step. The loop ends
 // early once every element is done.
-func converge(b *hlo.Builder, maxIter int64, done *hlo.Value, vals []*hlo.Value,
+func igamConverge(b *hlo.Builder, maxIter int64, done *hlo.Value, vals []*hlo.Value,
 	body func(rb *hlo.Builder, i *hlo.Value, vals []*hlo.Value) ([]*hlo.Value, *hlo.Value)) []*hlo.Value {
 	s64 := func(bb *hlo.Builder, v int64) *hlo.Value { return bb.ConstantInt(hlo.T(hlo.S64), v) }
 	anyLeft := func(bb *hlo.Builder, d *hlo.Value) *hlo.Value {
@@ -97,7 +98,7 @@ func converge(b *hlo.Builder, maxIter int64, done *hlo.Value, vals []*hlo.Value,
 // (DLMF 8.11.4), for the elements where use holds; ax is igamFac(a, x).
 func igamSeries(b *hlo.Builder, a, x, ax, use *hlo.Value, k igamConsts) *hlo.Value {
 	one := splat(b, x, 1)
-	out := converge(b, 2000, b.Not(use), []*hlo.Value{a, x, a, one, one},
+	out := igamConverge(b, 2000, b.Not(use), []*hlo.Value{a, x, a, one, one},
 		func(rb *hlo.Builder, _ *hlo.Value, v []*hlo.Value) ([]*hlo.Value, *hlo.Value) {
 			r := rb.Add(v[2], splat(rb, v[2], 1))
 			c := rb.Mul(v[3], rb.Div(v[1], r))
@@ -111,7 +112,7 @@ func igamSeries(b *hlo.Builder, a, x, ax, use *hlo.Value, k igamConsts) *hlo.Val
 // avoids the cancellation of 1 - igamSeries for small x.
 func igamcSeries(b *hlo.Builder, a, x, use *hlo.Value, k igamConsts) *hlo.Value {
 	zero, one := splat(b, x, 0), splat(b, x, 1)
-	out := converge(b, 1999, b.Not(use), []*hlo.Value{a, x, one, zero},
+	out := igamConverge(b, 1999, b.Not(use), []*hlo.Value{a, x, one, zero},
 		func(rb *hlo.Builder, i *hlo.Value, v []*hlo.Value) ([]*hlo.Value, *hlo.Value) {
 			n := rb.BroadcastTo(rb.Convert(rb.Add(i, rb.ConstantInt(hlo.T(hlo.S64), 1)), hlo.F64), v[0].T.Shape)
 			fac := rb.Mul(v[2], rb.Div(rb.Neg(v[1]), n))
@@ -133,7 +134,7 @@ func igamcFraction(b *hlo.Builder, a, x, ax, use *hlo.Value, k igamConsts) *hlo.
 	z := b.Add(b.Add(x, y), c(1))
 	pkm1, qkm1 := b.Add(x, c(1)), b.Mul(z, x)
 	// Carried: c, y, z, pkm2, pkm1, qkm2, qkm1, ans.
-	out := converge(b, 2000, b.Not(use), []*hlo.Value{c(0), y, z, c(1), pkm1, x, qkm1, b.Div(pkm1, qkm1)},
+	out := igamConverge(b, 2000, b.Not(use), []*hlo.Value{c(0), y, z, c(1), pkm1, x, qkm1, b.Div(pkm1, qkm1)},
 		func(rb *hlo.Builder, _ *hlo.Value, v []*hlo.Value) ([]*hlo.Value, *hlo.Value) {
 			k1 := func(f float64) *hlo.Value { return splat(rb, v[0], f) }
 			cc, yy, zz := rb.Add(v[0], k1(1)), rb.Add(v[1], k1(1)), rb.Add(v[2], k1(2))
@@ -198,7 +199,7 @@ func igamAsymptotic(b *hlo.Builder, a, x *hlo.Value, lower bool, k igamConsts) *
 // incompleteGamma is the regularized lower (or upper) incomplete gamma
 // function of rank-1 float64 a and x, branch for branch as PyTorch's
 // calc_igamma and calc_igammac choose, with the boundary values they give.
-// single selects float32's tolerances.
+// k holds the input precision's tolerances.
 func incompleteGamma(b *hlo.Builder, a, x *hlo.Value, upper bool, k igamConsts) *hlo.Value {
 	c := func(v float64) *hlo.Value { return splat(b, x, v) }
 	cmp := func(dir string, u, v *hlo.Value) *hlo.Value { return b.Compare(dir, u, v) }

@@ -206,9 +206,9 @@ func init() {
 	}
 }
 
-// degree truncates the float degree n toward zero as a C cast does, giving
+// polyDegree truncates the float degree n toward zero as a C cast does, giving
 // -1 (a zero result) where it is NaN, infinite or out of int64's range.
-func degree(b *hlo.Builder, n *hlo.Value) *hlo.Value {
+func polyDegree(b *hlo.Builder, n *hlo.Value) *hlo.Value {
 	ok := b.And(b.IsFinite(n), b.Compare(hlo.LT, b.Abs(n), splat(b, n, 9.2e18)))
 	safe := b.Select(ok, n, splat(b, n, 0))
 	i := b.Convert(safe, hlo.S64)
@@ -219,7 +219,7 @@ func degree(b *hlo.Builder, n *hlo.Value) *hlo.Value {
 // cases, then the recurrence as a loop that runs to the largest degree that
 // needs it and stops early once every element is done or NaN.
 func evalPoly(b *hlo.Builder, f orthoPoly, x, nv *hlo.Value) *hlo.Value {
-	n := degree(b, nv)
+	n := polyDegree(b, nv)
 	s64 := func(v int64) *hlo.Value { return b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), v), n.T.Shape) }
 	e := &polyEnv{b: b, x: x, n: n, nf: b.Convert(n, x.T.Elem)}
 	e.even = b.Compare(hlo.EQ, b.Rem(n, s64(2)), s64(0))
