@@ -62,12 +62,14 @@ def variant_name(op):
 
 
 def default_tol(dtype):
-    """assert_close's default (rtol, atol) for a dtype; exact for integers and bool."""
+    """assert_close's default (rtol, atol) for a dtype (complex as its real parts); exact for integers and bool."""
     return {
         torch.float16: (1e-3, 1e-5),
         torch.bfloat16: (1.6e-2, 1e-5),
         torch.float32: (1.3e-6, 1e-5),
         torch.float64: (1e-7, 1e-7),
+        torch.complex64: (1.3e-6, 1e-5),
+        torch.complex128: (1e-7, 1e-7),
     }.get(dtype, (0.0, 0.0))
 
 

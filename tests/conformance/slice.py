@@ -21,5 +21,11 @@ SLICE = [
     # nn.functional.
     "nn.functional.relu", "nn.functional.gelu", "nn.functional.silu", "nn.functional.layer_norm",
     "nn.functional.cross_entropy", "nn.functional.mse_loss", "nn.functional.embedding",
-    "nn.functional.conv2d", "nn.functional.max_pool2d",
+    "nn.functional.conv2d", "nn.functional.max_pool2d", "nn.functional.grid_sample",
+    # Linear algebra (loops over columns and Jacobi sweeps).
+    "linalg.solve", "linalg.cholesky", "linalg.qr", "linalg.eigh", "linalg.svd",
+    # Complex values and FFT.
+    "fft.fft", "fft.irfft", "polar",
+    # Special functions computed by loops.
+    "special.chebyshev_polynomial_t", "igamma",
 ]
