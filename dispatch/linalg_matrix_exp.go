@@ -94,6 +94,9 @@ func linalgMatrixExp(c *Ctx) ([]*hlo.Value, error) {
 	if err := luSquareCheck("linalg.matrix_exp", m, "A"); err != nil {
 		return nil, err
 	}
+	if m.DType.IsComplex() {
+		return nil, ErrRunOnCPU
+	}
 	if !m.DType.IsFloat() {
 		return nil, Errorf("linalg.matrix_exp: Expected a floating point or complex tensor as input. Got %s", scalarTypeName(m.DType))
 	}

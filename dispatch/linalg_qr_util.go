@@ -129,6 +129,9 @@ func qrEps(e hlo.Elem) float64 {
 
 // qrFloatCheck rejects non-float inputs as LAPACK-backed kernels do.
 func qrFloatCheck(op string, m TensorMeta) error {
+	if m.DType.IsComplex() {
+		return ErrRunOnCPU
+	}
 	if m.DType != Float32 && m.DType != Float64 {
 		return notImplemented(op, m.DType)
 	}

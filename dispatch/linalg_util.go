@@ -128,6 +128,8 @@ func luDTypeCheck(fn, kernel string, intKernel bool, m TensorMeta) error {
 		return notImplemented(kernel, m.DType)
 	case intKernel:
 		return notImplemented(kernel, m.DType)
+	case m.DType.IsComplex():
+		return ErrRunOnCPU
 	}
 	return Errorf("%s: Expected a floating point or complex tensor as input. Got %s", fn, scalarTypeName(m.DType))
 }

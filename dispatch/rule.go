@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -137,6 +138,12 @@ func Names() []string {
 
 // Errorf builds a rule error; the engine adds the op name and arguments.
 func Errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// ErrRunOnCPU is returned by a rule, before it reads any argument, for valid
+// input that it does not lower (complex matrices for the real-only linalg
+// algorithms): the call then runs on CPU like an op without a rule, counted
+// as a fallback.
+var ErrRunOnCPU = errors.New("runs on CPU")
 
 // Meta returns the meta of tensor argument i.
 func (c *Ctx) Meta(i int) TensorMeta { return c.Args[i].Tensors[0] }

@@ -35,6 +35,10 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%v", r)
 		}
+		if errors.Is(err, dispatch.ErrRunOnCPU) {
+			outs, err = nil, ErrNoRule
+			return
+		}
 		if err != nil {
 			var nan *NaNError
 			if _, resize := err.(*ResizeError); !resize && !errors.As(err, &nan) {

@@ -36,3 +36,20 @@ def test_fallback_error_mode():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "ERR" in r.stdout and "linalg_eig" in r.stdout
+
+
+def test_complex_linalg_runs_on_cpu_and_counts():
+    # The linalg rules lower real matrices only; complex ones take the counted CPU path with CPU's result.
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(4, 4, dtype=torch.complex64, generator=g)
+    b = torch.randn(4, 2, dtype=torch.complex64, generator=g)
+    torch.tpu.reset_metrics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = torch.linalg.solve(a.to("tpu"), b.to("tpu"))
+        s = torch.linalg.svdvals(a.to("tpu"))
+    assert x.device.type == "tpu" and x.dtype == torch.complex64
+    torch.testing.assert_close(x.cpu(), torch.linalg.solve(a, b))
+    torch.testing.assert_close(s.cpu(), torch.linalg.svdvals(a))
+    counts = torch.tpu.metrics()["cpu_fallbacks"]
+    assert counts.get("aten::_linalg_solve_ex", 0) == 1 and counts.get("aten::_linalg_svd", 0) == 1, counts

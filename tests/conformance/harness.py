@@ -194,7 +194,7 @@ def diff_outputs(out):
 
 
 def run_backward(op, sample, tree, device):
-    """Forward, then grads of sum(out * cotangent) w.r.t. the tensors that require grad."""
+    """Forward, then grads of sum(out * cotangent) (both parts of a complex out) w.r.t. the tensors that require grad."""
     out = call(op, tree)
     out = sample.output_process_fn_grad(out)
     outs = diff_outputs(out)
@@ -204,8 +204,15 @@ def run_backward(op, sample, tree, device):
     loss = None
     for k, o in enumerate(outs):
         g = torch.Generator().manual_seed(1000 + k)
-        cot = torch.randn(o.shape, generator=g, dtype=torch.float64).to(o.dtype).to(o.device)
-        term = (o * cot).sum()
+        if o.is_complex():
+            # A real loss over both parts, so that backward runs through the complex ops.
+            real_dtype = o.real.dtype
+            c_re = torch.randn(o.shape, generator=g, dtype=torch.float64).to(real_dtype).to(o.device)
+            c_im = torch.randn(o.shape, generator=g, dtype=torch.float64).to(real_dtype).to(o.device)
+            term = (o.real * c_re).sum() + (o.imag * c_im).sum()
+        else:
+            cot = torch.randn(o.shape, generator=g, dtype=torch.float64).to(o.dtype).to(o.device)
+            term = (o * cot).sum()
         loss = term if loss is None else loss + term
     grads = torch.autograd.grad(loss, leaves, allow_unused=True)
     return [None if g is None else g.detach().cpu() for g in grads], len(outs)
