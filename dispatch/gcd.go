@@ -47,7 +47,7 @@ func gcdLcm(lcm bool) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		d := c.resultType(0, 1)
 		if !d.IsIntegral(false) {
-			return nil, Errorf("\"%s\" not implemented for '%s'", name, d)
+			return nil, notImplemented(name, d)
 		}
 		vs, shape, err := c.broadcastArgs(d, 0, 1)
 		if err != nil {

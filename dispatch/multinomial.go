@@ -103,7 +103,7 @@ func multinomialRule(c *Ctx) ([]*hlo.Value, error) {
 		return nil, Errorf("prob_dist must be 1 or 2 dim")
 	}
 	if !m.DType.IsFloat() {
-		return nil, Errorf("multinomial only supports floating-point dtypes for input, got: %s", m.DType)
+		return nil, Errorf("multinomial only supports floating-point dtypes for input, got: %s", scalarTypeName(m.DType))
 	}
 	if n <= 0 {
 		return nil, Errorf("cannot sample n_sample <= 0 samples")

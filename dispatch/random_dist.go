@@ -52,8 +52,8 @@ func logNormalRule(c *Ctx) ([]*hlo.Value, error) {
 	if !(std > 0) {
 		return nil, Errorf("log_normal_ expects std > 0.0, but found std=%g", std)
 	}
-	if err := checkFloat(m.DType, "log_normal_cpu"); err != nil {
-		return nil, err
+	if !m.DType.IsFloat() {
+		return nil, notImplemented("log_normal_cpu", m.DType)
 	}
 	b := c.B
 	z := c.stdNormal(3, m.Sizes, m.DType)
@@ -73,7 +73,7 @@ func geometricRule(c *Ctx) ([]*hlo.Value, error) {
 		return nil, Errorf("geometric_ expects p to be in (0, 1), but got p=%g", p)
 	}
 	if m.DType == Bool || !(m.DType.IsFloat() || m.DType.IsIntegral(false)) {
-		return nil, Errorf("\"geometric_cpu\" not implemented for '%s'", m.DType)
+		return nil, notImplemented("geometric_cpu", m.DType)
 	}
 	b := c.B
 	ud := m.DType
