@@ -55,7 +55,8 @@ def markdown(results, meta, top=40):
     lines += ["", "## Op variants passing every sample", "",
               "| category / mode | variants passing | variants run | rate |", "|---|---|---|---|"]
     for (cat, mode), (ok, n) in sorted(op_level(results).items(), key=lambda kv: (order.index(kv[0][0]), str(kv[0][1]))):
-        lines.append(f"| {cat} / {mode} | {ok} | {n} | {100.0 * ok / n:.1f}% |")
+        rate = f"{100.0 * ok / n:.1f}%" if n else "-"
+        lines.append(f"| {cat} / {mode} | {ok} | {n} | {rate} |")
     # Per-dtype breakdown of the other dtypes.
     per_dtype = collections.defaultdict(collections.Counter)
     for r in results:
