@@ -46,7 +46,10 @@ func (c *Ctx) convArgs(first int, in, w TensorMeta) (convParams, error) {
 	if in.DType != w.DType {
 		return p, Errorf("Input type (%s) and weight type (%s) should be the same", cppName(in.DType), cppName(w.DType))
 	}
-	if !in.DType.IsFloat() {
+	if in.DType == Bool {
+		return p, notImplemented("slow_conv2d_cpu", in.DType)
+	}
+	if !in.DType.IsFloat() && !in.DType.IsIntegral(false) {
 		return p, Errorf("convolution is not implemented for %s on tpu", in.DType)
 	}
 	var err error
