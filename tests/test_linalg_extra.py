@@ -137,3 +137,21 @@ def test_integer_refusals():
         F.max_pool2d(torch.ones(1, 2, 4, 4, dtype=torch.bool, device="tpu"), 2)
     with pytest.raises(RuntimeError, match="boolean tensor"):
         torch.mvlgamma(torch.ones(2, dtype=torch.bool, device="tpu"), 1)
+
+
+def test_hash_tensor(mode):
+    torch.manual_seed(5)
+    torch.tpu.reset_metrics()
+    for x, kw in [(torch.randn(3, 4), {}), (torch.randn(2, 3, 4).half(), dict(dim=[0, 2], keepdim=True)),
+                  (torch.tensor([1, 2, 3, -7]), {}), (torch.randint(-100, 100, (4, 5), dtype=torch.int8), dict(dim=[-1])),
+                  (torch.tensor([True, True, False]), {}), (torch.tensor([-0.0, float("inf"), 2.5], dtype=torch.float64), {})]:
+        want = torch.hash_tensor(x, **kw)
+        got = torch.hash_tensor(x.to("tpu"), **kw).cpu()
+        assert got.dtype == torch.uint64 and got.shape == want.shape
+        assert torch.equal(got.view(torch.int64), want.view(torch.int64))
+    out = torch.empty(0, dtype=torch.uint64, device="tpu")
+    torch.hash_tensor(torch.arange(5, device="tpu"), out=out)
+    assert out.cpu().view(torch.int64).item() == 1 ^ 2 ^ 3 ^ 4
+    assert no_fallbacks() == {}
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+        torch.hash_tensor(torch.randn(0, 3, device="tpu"))
