@@ -26,7 +26,7 @@ func adaptiveArgs(in TensorMeta, outSize []int64) (n, ch int64, hw, ohw [2]int64
 		return
 	}
 	if !in.DType.IsFloat() {
-		err = Errorf("adaptive_avg_pool2d is not implemented for %s on tpu", cppName(in.DType))
+		err = notImplemented("adaptive_avg_pool2d", in.DType)
 		return
 	}
 	batched = r == 4

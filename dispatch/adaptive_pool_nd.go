@@ -28,7 +28,12 @@ func adaptiveND(name string, in TensorMeta, n int, out []int64) (lead, sp []int6
 		}
 	}
 	if !in.DType.IsFloat() {
-		return nil, nil, Errorf("%s is not implemented for %s on tpu", name, cppName(in.DType))
+		// CPU's 3-d kernels carry a _cpu suffix.
+		kernel := name
+		if n == 3 {
+			kernel += "_cpu"
+		}
+		return nil, nil, notImplemented(kernel, in.DType)
 	}
 	return in.Sizes[:r-n], in.Sizes[r-n:], nil
 }

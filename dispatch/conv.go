@@ -46,7 +46,10 @@ func (c *Ctx) convArgs(first int, in, w TensorMeta) (convParams, error) {
 	if in.DType != w.DType {
 		return p, Errorf("Input type (%s) and weight type (%s) should be the same", cppName(in.DType), cppName(w.DType))
 	}
-	if !in.DType.IsFloat() {
+	if in.DType == Bool {
+		return p, notImplemented("slow_conv2d_cpu", in.DType)
+	}
+	if !in.DType.IsFloat() && !in.DType.IsIntegral(false) {
 		return p, Errorf("convolution is not implemented for %s on tpu", in.DType)
 	}
 	var err error
@@ -252,16 +255,20 @@ func convolution(c *Ctx) ([]*hlo.Value, error) {
 		}
 	}
 	b := c.B
+	// Half-precision inputs accumulate in float32 and round once, as CPU's
+	// kernels do.
+	acc := accumElem(in.DType)
+	x, wt := b.Convert(c.T(0), acc), b.Convert(c.T(1), acc)
 	var y *hlo.Value
 	if p.transposed {
-		y = convInputGrad(b, c.T(0), c.T(1), p.transposedSize(in.Sizes[2:], w.Sizes[2:]), p)
+		y = convInputGrad(b, x, wt, p.transposedSize(in.Sizes[2:], w.Sizes[2:]), p)
 	} else {
-		y = convForward(b, c.T(0), c.T(1), p)
+		y = convForward(b, x, wt, p)
 	}
 	if c.Has(2) {
-		y = b.Add(y, b.BroadcastInDim(c.T(2), y.T.Shape, []int64{1}))
+		y = b.Add(y, b.BroadcastInDim(b.Convert(c.T(2), acc), y.T.Shape, []int64{1}))
 	}
-	return []*hlo.Value{y}, nil
+	return []*hlo.Value{b.Convert(y, in.DType.Elem())}, nil
 }
 
 // convolutionBackward is aten::convolution_backward: the gradients of input,

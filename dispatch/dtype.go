@@ -28,6 +28,10 @@ const (
 	Undefined DType = -1
 )
 
+// UInt64 is the unsigned 64-bit ScalarType code; only results that PyTorch
+// gives as uint64 (hash_tensor) use it, and it promotes with nothing.
+const UInt64 DType = 29
+
 // The complex ScalarType codes. ComplexHalf (complex32) has no XLA element
 // type, so it is never Supported.
 const (
@@ -45,7 +49,7 @@ var dtypeInfo = map[DType]struct {
 	Int32: {"int32", hlo.S32, 4}, Int64: {"int64", hlo.S64, 8}, Float16: {"float16", hlo.F16, 2},
 	Float32: {"float32", hlo.F32, 4}, Float64: {"float64", hlo.F64, 8}, Bool: {"bool", hlo.Pred, 1},
 	BFloat16: {"bfloat16", hlo.BF16, 2}, Complex64: {"complex64", hlo.C64, 8},
-	Complex128: {"complex128", hlo.C128, 16},
+	Complex128: {"complex128", hlo.C128, 16}, UInt64: {"uint64", hlo.U64, 8},
 }
 
 // Supported reports whether d is a dtype the device can hold.
@@ -103,7 +107,7 @@ func (d DType) ToComplex() DType {
 // IsIntegral reports whether d is an integer dtype, counting bool when withBool.
 func (d DType) IsIntegral(withBool bool) bool {
 	switch d {
-	case Uint8, Int8, Int16, Int32, Int64:
+	case Uint8, Int8, Int16, Int32, Int64, UInt64:
 		return true
 	case Bool:
 		return withBool

@@ -57,6 +57,8 @@ func scalarTypeName(d DType) string {
 		return "Double"
 	case Bool:
 		return "Bool"
+	case UInt64:
+		return "UInt64"
 	case Complex64:
 		return "ComplexFloat"
 	case Complex128:

@@ -81,8 +81,8 @@ func (c *Ctx) poolArgs(in TensorMeta, kernel, dil, ceil int) (pool2d, error) {
 			return q, Errorf("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got: %s", shapeString(in.Sizes))
 		}
 	}
-	if !in.DType.IsFloat() {
-		return q, Errorf("pooling is not implemented for %s on tpu", cppName(in.DType))
+	if err := poolDTypeCheck(in.DType, dil < 0, "avg_pool2d", "max_pool2d"); err != nil {
+		return q, err
 	}
 	q.batched = r == 4
 	q.n = 1
@@ -112,6 +112,21 @@ func (c *Ctx) poolArgs(in TensorMeta, kernel, dil, ceil int) (pool2d, error) {
 			q.ch, q.in[0], q.in[1], q.ch, q.out[0], q.out[1])
 	}
 	return q, nil
+}
+
+// poolDTypeCheck accepts the dtypes CPU pools: floats, int64 for the
+// average pools (which divide with truncation) and every integer type but
+// bool for the max pools; others fail as CPU's kernel dispatch does.
+func poolDTypeCheck(d DType, avg bool, avgKernel, maxKernel string) error {
+	switch {
+	case d.IsFloat():
+		return nil
+	case avg && d != Int64:
+		return notImplemented(avgKernel, d)
+	case !avg && !d.IsIntegral(false):
+		return notImplemented(maxKernel, d)
+	}
+	return nil
 }
 
 // window returns the reduce_window over [N, C, H, W]: the padding's high side

@@ -78,8 +78,8 @@ func (c *Ctx) poolNDArgs(in TensorMeta, n, kernel, dil, ceil int) (poolND, error
 				n+1, n+2, shapeString(in.Sizes))
 		}
 	}
-	if !in.DType.IsFloat() {
-		return q, Errorf("pooling is not implemented for %s on tpu", cppName(in.DType))
+	if err := poolDTypeCheck(in.DType, dil < 0, "avg_pool3d_out_frame", "max_pool3d"); err != nil {
+		return q, err
 	}
 	q.lead = in.Sizes[:r-n]
 	q.in = in.Sizes[r-n:]

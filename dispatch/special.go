@@ -88,8 +88,15 @@ func mvlgammaRule(c *Ctx) ([]*hlo.Value, error) {
 		return nil, Errorf("p has to be greater than or equal to 1")
 	}
 	d := c.Meta(0).DType
-	if !d.IsFloat() {
+	x := c.T(0)
+	switch {
+	case d == Bool:
+		return nil, Errorf("The input tensor may not be a boolean tensor.")
+	case d.IsComplex():
 		return nil, Errorf("mvlgamma is not implemented for %s", d)
+	case !d.IsFloat():
+		// Integer inputs compute in float32, as CPU's float promotion does.
+		x = c.B.Convert(x, hlo.F32)
 	}
 	return []*hlo.Value{upcast(func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 		r := splat(b, x, float64(p*(p-1))/4*math.Log(math.Pi))
@@ -97,7 +104,7 @@ func mvlgammaRule(c *Ctx) ([]*hlo.Value, error) {
 			r = b.Add(r, lgammaOf(b, b.Sub(x, splat(b, x, float64(j)/2))))
 		}
 		return r
-	})(c.B, c.T(0))}, nil
+	})(c.B, x)}, nil
 }
 
 // sincOf is sin(pi x) / (pi x), 1 at zero.

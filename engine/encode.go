@@ -23,6 +23,8 @@ func pjrtType(e hlo.Elem) pjrt.DType {
 		return pjrt.S64
 	case hlo.U8:
 		return pjrt.U8
+	case hlo.U64:
+		return pjrt.U64
 	case hlo.F16:
 		return pjrt.F16
 	case hlo.BF16:
@@ -62,7 +64,7 @@ func encodeScalar(v float64, e hlo.Elem) []byte {
 	case hlo.S32:
 		binary.LittleEndian.PutUint32(b, uint32(int64(v)))
 		return b[:4]
-	case hlo.S64:
+	case hlo.S64, hlo.U64:
 		binary.LittleEndian.PutUint64(b, uint64(int64(v)))
 		return b
 	case hlo.F16:
@@ -105,6 +107,8 @@ func decodeScalar(b []byte, e hlo.Elem) float64 {
 		return float64(int32(binary.LittleEndian.Uint32(b)))
 	case hlo.S64:
 		return float64(int64(binary.LittleEndian.Uint64(b)))
+	case hlo.U64:
+		return float64(binary.LittleEndian.Uint64(b))
 	case hlo.F16:
 		return float16ToFloat(binary.LittleEndian.Uint16(b))
 	case hlo.BF16:

@@ -13,6 +13,7 @@ const (
 	ReduceMin Reducer = "minimum"
 	ReduceAnd Reducer = "and"
 	ReduceOr  Reducer = "or"
+	ReduceXor Reducer = "xor"
 )
 
 func reducedShape(t Type, dims []int64) []int64 {
