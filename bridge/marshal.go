@@ -22,7 +22,8 @@ func tensorDesc(t *C.ttpu_tensor) *engine.TensorDesc {
 		DType:   dispatch.DType(t.dtype),
 		Sizes:   make([]int64, n),
 		Strides: make([]int64, n),
-		CPU:     t.device == C.TTPU_DEV_CPU,
+		CPU:     t.device == C.TTPU_DEV_CPU || t.device == C.TTPU_DEV_CPU_NUMBER,
+		Number:  t.device == C.TTPU_DEV_CPU_NUMBER,
 	}
 	for i := 0; i < n; i++ {
 		d.Sizes[i] = int64(t.sizes[i])

@@ -32,6 +32,7 @@ typedef int32_t ttpu_status;
 /* Device codes of ttpu_tensor.device. */
 #define TTPU_DEV_TPU 0
 #define TTPU_DEV_CPU 1 /* a CPU tensor (only 0-dim ones reach ttpu_op); host points at its data */
+#define TTPU_DEV_CPU_NUMBER 2 /* as TTPU_DEV_CPU, for a wrapped Python number: it promotes as a number */
 
 /* ttpu_tensor describes one tensor argument: a view of a storage. */
 typedef struct {

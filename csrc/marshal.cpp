@@ -138,7 +138,7 @@ ttpu_tensor ArgList::tensor_desc(const at::Tensor& t) {
   keep(host);
   ttpu_tensor d;
   std::memset(&d, 0, sizeof(d));
-  d.device = TTPU_DEV_CPU;
+  d.device = t.unsafeGetTensorImpl()->is_wrapped_number() ? TTPU_DEV_CPU_NUMBER : TTPU_DEV_CPU;
   d.dtype = static_cast<int32_t>(host.scalar_type());
   d.storage_nbytes = static_cast<int64_t>(host.nbytes());
   d.host = host.data_ptr();

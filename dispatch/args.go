@@ -36,6 +36,9 @@ type TensorMeta struct {
 	DType DType
 	// ZeroDimCPU marks a zero-dimensional CPU tensor passed alongside device tensors.
 	ZeroDimCPU bool
+	// Number marks a Python number that PyTorch wrapped as a zero-dimensional CPU tensor;
+	// type promotion treats it as a number, not a tensor.
+	Number bool
 	// Defined is false for an undefined tensor (an absent optional in a list).
 	Defined bool
 	// Strides are the view's strides in elements; nil when the caller does not know them.

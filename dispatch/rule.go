@@ -226,6 +226,9 @@ func (c *Ctx) Operand(i int) Operand {
 	a := c.Args[i]
 	if a.Kind == ArgTensor {
 		m := a.Tensors[0]
+		if m.Number {
+			return Operand{m.DType, KindWrapped}
+		}
 		if m.Rank() == 0 {
 			return Operand{m.DType, KindZeroDim}
 		}

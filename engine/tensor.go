@@ -16,12 +16,13 @@ type TensorDesc struct {
 	Sizes   []int64
 	Strides []int64
 	CPU     bool
+	Number  bool   // CPU only: a wrapped Python number, which promotes as a number
 	Host    []byte // CPU only: the element
 }
 
 // Meta returns what a rule may know about the tensor without reading it.
 func (t *TensorDesc) Meta() dispatch.TensorMeta {
-	return dispatch.TensorMeta{Sizes: t.Sizes, DType: t.DType, ZeroDimCPU: t.CPU, Defined: t.Addr != 0 || t.CPU, Strides: t.Strides}
+	return dispatch.TensorMeta{Sizes: t.Sizes, DType: t.DType, ZeroDimCPU: t.CPU, Number: t.Number, Defined: t.Addr != 0 || t.CPU, Strides: t.Strides}
 }
 
 func (t *TensorDesc) view() view { return view{offset: t.Offset, sizes: t.Sizes, strides: t.Strides} }

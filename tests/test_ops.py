@@ -52,6 +52,10 @@ def test_arith_promotion_and_broadcast(mode, op):
         check(lambda x: f(x, 3), randint(-5, 5, 2, 3, dtype=torch.int8))
     check(f, randn(2, 3, dtype=torch.float16), randn(2, 3, dtype=torch.bfloat16))
     check(f, randn(2, 3), torch.tensor(2.0, dtype=torch.float64))
+    # A Python float with an integer tensor gives the default dtype, a 0-dim float64 tensor gives float64.
+    check(lambda x: f(x, 2.5), randint(-5, 5, 2, 3))
+    check(lambda x: f(x, torch.tensor(2.5, dtype=torch.float64)), randint(-5, 5, 2, 3))
+    check(lambda x: f(x, 1 + 2j), randint(-5, 5, 2, 3))
 
 
 def test_add_alpha_and_uint8(mode):
