@@ -74,7 +74,10 @@ func logaddexpOf(two bool) func(b *hlo.Builder, x, y *hlo.Value) *hlo.Value {
 func fmaxOp(minimum bool) func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
 	return func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
 		if d == Bool {
-			return nil, Errorf("\"fmax_fmin\" not implemented for 'Bool'")
+			if minimum {
+				return b.And(x, y), nil
+			}
+			return b.Or(x, y), nil
 		}
 		var r *hlo.Value
 		if minimum {
