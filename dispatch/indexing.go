@@ -224,27 +224,9 @@ func indexPut(c *Ctx) ([]*hlo.Value, error) {
 // one row each, found on the host after a sync.
 func nonzero(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
-	var vals []int64
-	var err error
-	if m.DType.IsFloat() || m.DType.IsComplex() {
-		vals, err = c.R.Int64Values(c.B.Compare(hlo.NE, c.T(0), full(c.B, m.DType, m.Sizes, 0)))
-	} else {
-		vals, err = c.R.Int64s(c.Args[0].Handles[0])
-	}
+	coords, n, err := nonzeroCoords(c, -1)
 	if err != nil {
 		return nil, err
-	}
-	strides := contiguous(m.Sizes)
-	var coords []int64
-	n := int64(0)
-	for flat, v := range vals {
-		if v == 0 {
-			continue
-		}
-		n++
-		for j := range m.Sizes {
-			coords = append(coords, (int64(flat)/strides[j])%m.Sizes[j])
-		}
 	}
 	shape := []int64{n, int64(m.Rank())}
 	if n == 0 || m.Rank() == 0 {
@@ -254,6 +236,39 @@ func nonzero(c *Ctx) ([]*hlo.Value, error) {
 		return []*hlo.Value{full(c.B, Int64, shape, 0)}, nil
 	}
 	return []*hlo.Value{c.R.Int64Tensor(coords, shape)}, nil
+}
+
+// nonzeroCoords reads tensor argument 0 on the host (a sync) and returns the
+// row-major coordinates of its first limit nonzero elements (all of them when
+// limit < 0), rank values per element, and how many elements that is.
+func nonzeroCoords(c *Ctx, limit int64) ([]int64, int64, error) {
+	m := c.Meta(0)
+	var vals []int64
+	var err error
+	if m.DType.IsFloat() || m.DType.IsComplex() {
+		vals, err = c.R.Int64Values(c.B.Compare(hlo.NE, c.T(0), full(c.B, m.DType, m.Sizes, 0)))
+	} else {
+		vals, err = c.R.Int64s(c.Args[0].Handles[0])
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	strides := contiguous(m.Sizes)
+	var coords []int64
+	n := int64(0)
+	for flat, v := range vals {
+		if v == 0 {
+			continue
+		}
+		if n == limit {
+			break
+		}
+		n++
+		for j := range m.Sizes {
+			coords = append(coords, (int64(flat)/strides[j])%m.Sizes[j])
+		}
+	}
+	return coords, n, nil
 }
 
 // maskPositions returns the flat positions in shape where mask (of sizes

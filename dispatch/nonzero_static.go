@@ -17,27 +17,9 @@ func nonzeroStatic(c *Ctx) ([]*hlo.Value, error) {
 	if size == 0 {
 		return []*hlo.Value{full(c.B, Int64, shape, 0)}, nil
 	}
-	var vals []int64
-	var err error
-	if m.DType.IsFloat() {
-		vals, err = c.R.Int64Values(c.B.Compare(hlo.NE, c.T(0), full(c.B, m.DType, m.Sizes, 0)))
-	} else {
-		vals, err = c.R.Int64s(c.Args[0].Handles[0])
-	}
+	coords, rows, err := nonzeroCoords(c, size)
 	if err != nil {
 		return nil, err
-	}
-	strides := contiguous(m.Sizes)
-	coords := make([]int64, 0, size*rank)
-	rows := int64(0)
-	for flat, v := range vals {
-		if v == 0 || rows == size {
-			continue
-		}
-		rows++
-		for j := range m.Sizes {
-			coords = append(coords, (int64(flat)/strides[j])%m.Sizes[j])
-		}
 	}
 	for ; rows < size; rows++ {
 		for j := int64(0); j < rank; j++ {
