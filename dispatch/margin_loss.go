@@ -39,7 +39,7 @@ func (c *Ctx) multiMarginArgs(x, t, p, margin, weight int) (*multiMargin, error)
 		return nil, err
 	}
 	if !m.DType.IsFloat() {
-		return nil, Errorf("\"multi_margin_loss\" not implemented for '%s'", scalarTypeName(m.DType))
+		return nil, Errorf("\"multi_margin_loss_cpu_kernel\" not implemented for '%s'", scalarTypeName(m.DType))
 	}
 	if tm.Numel() != f || tm.Rank() > 1 {
 		return nil, Errorf("inconsistent target size, expected %d but got %s", f, shapeString(tm.Sizes))

@@ -114,7 +114,7 @@ func (a *attnArgs) expScores(b *hlo.Builder) (*hlo.Value, *hlo.Value, *hlo.Value
 // value, dropout_p, is_causal, *, attn_mask, scale) -> (output, logsumexp).
 func sdpaFlashCPU(c *Ctx) ([]*hlo.Value, error) {
 	if c.Float(3, 0) != 0 {
-		return nil, Errorf("_scaled_dot_product_flash_attention_for_cpu: dropout_p > 0 is not supported on tpu")
+		return nil, Errorf("scaled_dot_product_attention_flash_attention: Currently do not support dropout > 0")
 	}
 	a, err := c.readAttn(0, 4, 5, 6)
 	if err != nil {
@@ -142,7 +142,7 @@ func sdpaFlashCPU(c *Ctx) ([]*hlo.Value, error) {
 // the forward output, as CPU's kernel does.
 func sdpaFlashCPUBackward(c *Ctx) ([]*hlo.Value, error) {
 	if c.Float(6, 0) != 0 {
-		return nil, Errorf("_scaled_dot_product_flash_attention_for_cpu_backward: dropout_p > 0 is not supported on tpu")
+		return nil, Errorf("scaled_dot_product_attention_flash_attention_backward: Currently do not support dropout > 0")
 	}
 	a, err := c.readAttn(1, 7, 8, 9)
 	if err != nil {

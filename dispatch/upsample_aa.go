@@ -56,8 +56,12 @@ func upsampleBilinearAA(c *Ctx) ([]*hlo.Value, error) {
 	if err := aaSpec.check(in.Sizes, outSize); err != nil {
 		return nil, err
 	}
+	if in.DType == Uint8 {
+		// CPU's uint8 kernel rounds through fixed-point weights this rule does not reproduce.
+		return nil, ErrRunOnCPU
+	}
 	if !in.DType.IsFloat() {
-		return nil, Errorf("\"_upsample_bilinear2d_aa\" not implemented for '%s' on tpu", scalarTypeName(in.DType))
+		return nil, Errorf("\"compute_index_ranges_weights\" not implemented for '%s'", scalarTypeName(in.DType))
 	}
 	b, e := c.B, accumElem(in.DType)
 	mh, mw := aaMatrices(c, e, in.Sizes, outSize, 2)

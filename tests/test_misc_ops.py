@@ -96,6 +96,22 @@ def test_upsample_bilinear_aa(mode):
                                        align_corners=True), x)
 
 
+def test_upsample_bilinear_aa_uint8_runs_on_cpu():
+    # CPU's uint8 kernel rounds through fixed-point weights; tpu takes the counted CPU path for it.
+    x = torch.randint(0, 256, (1, 2, 9, 11), generator=g, dtype=torch.uint8)
+    got = F.interpolate(x.to("tpu"), size=(4, 5), mode="bilinear", antialias=True)
+    assert got.device.type == "tpu"
+    assert torch.equal(got.cpu(), F.interpolate(x, size=(4, 5), mode="bilinear", antialias=True))
+    assert no_fallbacks() == {"aten::_upsample_bilinear2d_aa": 1}
+    torch.tpu.reset_metrics()
+
+
+def test_flash_attention_dropout_is_refused_like_cpu():
+    q = randn(1, 2, 4, 8).to("tpu")
+    with pytest.raises(RuntimeError, match="Currently do not support dropout > 0"):
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, q, q, dropout_p=0.5)
+
+
 def test_flash_attention_for_cpu(mode):
     f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
     q, k, v = randn(2, 3, 4, 8), randn(2, 3, 6, 8), randn(2, 3, 6, 8)
