@@ -7,8 +7,13 @@ import (
 	"torchtpu/hlo"
 )
 
-// fftDims resolves the transformed dimensions of argument 1 against rank.
-func (c *Ctx) fftDims(rank int) ([]int64, error) {
+// fftDims checks the input's dtype (complex when wantComplex, see fftInput)
+// and resolves the transformed dimensions of argument 1 against its rank.
+func (c *Ctx) fftDims(wantComplex bool) ([]int64, error) {
+	if _, err := fftInput(c, wantComplex); err != nil {
+		return nil, err
+	}
+	rank := c.Meta(0).Rank()
 	raw := c.Ints(1, nil)
 	dims := make([]int64, len(raw))
 	for i, d := range raw {
@@ -126,10 +131,7 @@ func fftInput(c *Ctx, wantComplex bool) (DType, error) {
 // transform of a real signal; onesided keeps the last dim's first n/2+1 bins.
 func fftR2C(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
-	if _, err := fftInput(c, false); err != nil {
-		return nil, err
-	}
-	dims, err := c.fftDims(m.Rank())
+	dims, err := c.fftDims(false)
 	if err != nil {
 		return nil, err
 	}
@@ -154,10 +156,7 @@ func fftR2C(c *Ctx) ([]*hlo.Value, error) {
 // fftC2C is _fft_c2c(self, dim, normalization, forward).
 func fftC2C(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
-	if _, err := fftInput(c, true); err != nil {
-		return nil, err
-	}
-	dims, err := c.fftDims(m.Rank())
+	dims, err := c.fftDims(true)
 	if err != nil {
 		return nil, err
 	}
@@ -178,10 +177,7 @@ func fftC2C(c *Ctx) ([]*hlo.Value, error) {
 // transformed dim has last_dim_size points.
 func fftC2R(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
-	if _, err := fftInput(c, true); err != nil {
-		return nil, err
-	}
-	dims, err := c.fftDims(m.Rank())
+	dims, err := c.fftDims(true)
 	if err != nil {
 		return nil, err
 	}
