@@ -48,6 +48,15 @@ def check(fn, *args, atol=None, rtol=None):
     return got
 
 
+def grad_pairs(fn, *xs):
+    """Backpropagates the scalar fn(*xs) on CPU and on tpu copies; returns (tpu grad, CPU grad) per input."""
+    want_in = [x.clone().requires_grad_() for x in xs]
+    got_in = [x.to("tpu").requires_grad_() for x in xs]
+    fn(*want_in).backward()
+    fn(*got_in).backward()
+    return [(g.grad.cpu(), w.grad) for g, w in zip(got_in, want_in)]
+
+
 def no_fallbacks():
     """Returns the ops that fell back to CPU since the last metrics reset."""
     return {k: v for k, v in torch.tpu.metrics()["cpu_fallbacks"].items() if v}

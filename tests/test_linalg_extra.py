@@ -2,20 +2,12 @@
 import pytest
 import torch
 
-from tests.conftest import no_fallbacks
+from tests.conftest import grad_pairs, no_fallbacks
 
 
 def _spd(n, batch=(), dtype=torch.float32):
     x = torch.randn(*batch, n, n, dtype=dtype)
     return x @ x.mT + 0.5 * torch.eye(n, dtype=dtype)
-
-
-def _grads(fn, *xs):
-    want_in = [x.clone().requires_grad_() for x in xs]
-    got_in = [x.to("tpu").requires_grad_() for x in xs]
-    fn(*want_in).backward()
-    fn(*got_in).backward()
-    return [(g.grad.cpu(), w.grad) for g, w in zip(got_in, want_in)]
 
 
 def test_matrix_sqrth_values(mode):
@@ -56,14 +48,14 @@ def test_sqrth_polar_gradients(mode):
     torch.manual_seed(2)
     torch.tpu.reset_metrics()
     w = torch.randn(4, 4)
-    checks = _grads(lambda x: (torch.linalg.matrix_sqrth(x @ x.mT + torch.eye(4, device=x.device)) * w.to(x.device)).sum(),
+    checks = grad_pairs(lambda x: (torch.linalg.matrix_sqrth(x @ x.mT + torch.eye(4, device=x.device)) * w.to(x.device)).sum(),
                     torch.randn(4, 4))
 
     def polar_loss(x):
         u, h = torch.linalg.polar(x)
         return (u * w[:, :3].to(x.device)).sum() + (h * h).sum()
 
-    checks += _grads(polar_loss, torch.randn(4, 3))
+    checks += grad_pairs(polar_loss, torch.randn(4, 3))
     for got, want in checks:
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
     assert no_fallbacks() == {}

@@ -1,7 +1,7 @@
 """Householder QR, symmetric eigh, SVD and least squares on tpu against CPU torch."""
 import torch
 
-from tests.conftest import no_fallbacks
+from tests.conftest import grad_pairs, no_fallbacks
 
 
 def _sym(n, batch=()):
@@ -92,14 +92,6 @@ def test_lstsq_and_rank(mode):
     assert no_fallbacks() == {}
 
 
-def _grads(fn, *xs):
-    want_in = [x.clone().requires_grad_() for x in xs]
-    got_in = [x.to("tpu").requires_grad_() for x in xs]
-    fn(*want_in).backward()
-    fn(*got_in).backward()
-    return [(g.grad.cpu(), w.grad) for g, w in zip(got_in, want_in)]
-
-
 def test_linalg_gradients(mode):
     torch.manual_seed(4)
     torch.tpu.reset_metrics()
@@ -113,9 +105,9 @@ def test_linalg_gradients(mode):
         w, v = torch.linalg.eigh(x)
         return (w * w).sum() + ((v * v) @ torch.arange(1.0, 5.0, device=x.device)).sum()
 
-    checks = _grads(svd_loss, a) + _grads(eigh_loss, s)
-    checks += _grads(lambda x, y: torch.linalg.lstsq(x, y).solution.square().sum(), a, torch.randn(4, 2))
-    checks += _grads(lambda x: torch.linalg.pinv(x).sum(), a)
+    checks = grad_pairs(svd_loss, a) + grad_pairs(eigh_loss, s)
+    checks += grad_pairs(lambda x, y: torch.linalg.lstsq(x, y).solution.square().sum(), a, torch.randn(4, 2))
+    checks += grad_pairs(lambda x: torch.linalg.pinv(x).sum(), a)
     for got, want in checks:
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
     assert no_fallbacks() == {}
