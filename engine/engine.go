@@ -29,30 +29,32 @@ type Storage struct {
 
 // Engine is one PJRT client and the state of its devices.
 type Engine struct {
-	mu        sync.Mutex
-	client    *pjrt.Client
-	initErr   error
-	plugin    string
-	addrs     *addressSpace
-	storages  map[uint64]*Storage
-	live      int64
-	liveB     int64
-	g         *graph
-	mode      Mode
-	cache     *compile_cache.LRU
-	disk      *compile_cache.Dir // TORCHTPU_CACHE_DIR, or nil
-	options   []byte
-	scalars   map[scalarKey]*pjrt.Buffer
-	events    []*pjrt.Event // completion events of work that may still run
-	forked    bool
-	m         Metrics
-	fused     int // op count that forces a flush in fused mode
-	warned    map[string]bool
-	cur       *dispatch.Ctx // the rule running now, if any
-	limit     int64         // device memory limit in bytes
-	curOp     string        // the op being recorded, for error messages
-	pluginID  string        // the plugin identity, a part of every cache key
-	checkNaNs bool          // TORCHTPU_CHECK_NANS=1
+	mu         sync.Mutex
+	client     *pjrt.Client
+	initErr    error
+	plugin     string
+	addrs      *addressSpace
+	storages   map[uint64]*Storage
+	live       int64
+	liveB      int64
+	g          *graph
+	mode       Mode
+	cache      *compile_cache.LRU
+	disk       *compile_cache.Dir // TORCHTPU_CACHE_DIR, or nil
+	options    []byte
+	scalars    map[scalarKey]*pjrt.Buffer
+	events     []*pjrt.Event // completion events of work that may still run
+	forked     bool
+	m          Metrics
+	fused      int // op count that forces a flush in fused mode
+	warned     map[string]bool
+	cur        *dispatch.Ctx // the rule running now, if any
+	limit      int64         // device memory limit in bytes
+	curOp      string        // the op being recorded, for error messages
+	pluginID   string        // the plugin identity, a part of every cache key
+	checkNaNs  bool          // TORCHTPU_CHECK_NANS=1
+	noDonate   bool          // TORCHTPU_DONATE=0
+	dumpWarned bool          // TORCHTPU_DUMP_DIR could not be written
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.
@@ -76,6 +78,7 @@ func New() *Engine {
 	e.m.Fallbacks = map[string]int64{}
 	e.limit = memoryLimit()
 	e.checkNaNs = os.Getenv("TORCHTPU_CHECK_NANS") == "1"
+	e.noDonate = os.Getenv("TORCHTPU_DONATE") == "0"
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
 	}

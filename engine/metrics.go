@@ -11,6 +11,7 @@ type Metrics struct {
 	CacheMisses    int64            `json:"cache_misses"`
 	DiskHits       int64            `json:"disk_cache_hits"`
 	Executions     int64            `json:"executions"`
+	DonatedBuffers int64            `json:"donated_buffers"`
 	H2DBytes       int64            `json:"host_to_device_bytes"`
 	D2HBytes       int64            `json:"device_to_host_bytes"`
 	Fallbacks      map[string]int64 `json:"cpu_fallbacks"`
