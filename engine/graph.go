@@ -36,6 +36,19 @@ func (g *graph) param(b *pjrt.Buffer, t hlo.Type) *hlo.Value {
 	return v
 }
 
+// scalarParam returns a new parameter fed by the cached scalar buffer b.
+// Unlike param it never reuses a position: two numbers that happen to be
+// equal on one step (a learning rate that reaches 0, so 1 - lr*wd equals
+// another 1) must not merge into one input and change the program.
+func (g *graph) scalarParam(b *pjrt.Buffer, t hlo.Type) *hlo.Value {
+	v := g.b.Param(t)
+	g.params = append(g.params, b)
+	if _, ok := g.paramOf[b]; !ok {
+		g.paramOf[b] = v // so that dropBuffer retires it rather than destroying it
+	}
+	return v
+}
+
 // setPending gives st a new pending value.
 func (e *Engine) setPending(st *Storage, v *hlo.Value) {
 	if st.pending == nil {
@@ -51,8 +64,11 @@ type scalarKey struct {
 
 // Scalar returns a rank-0 runtime input holding v: the device buffer for each
 // distinct value is made once and kept, so a changing learning rate neither
-// recompiles nor re-uploads.
+// recompiles nor re-uploads (see constants.go for the policy).
 func (e *Engine) Scalar(v float64, elem hlo.Elem) *hlo.Value {
+	if embedAllScalars && (v >= 0 || !(elem == hlo.U8 || elem == hlo.U32 || elem == hlo.U64)) {
+		return e.g.b.Scalar(elem, v)
+	}
 	k := scalarKey{elem, math.Float64bits(v)}
 	buf, ok := e.scalars[k]
 	if !ok {
@@ -70,7 +86,7 @@ func (e *Engine) Scalar(v float64, elem hlo.Elem) *hlo.Value {
 		e.m.H2DBytes += int64(elem.Bits() / 8)
 		e.scalars[k] = buf
 	}
-	return e.g.param(buf, hlo.T(elem))
+	return e.g.scalarParam(buf, hlo.T(elem))
 }
 
 // ScalarInt implements dispatch.Reader: an exact integer runtime input.
