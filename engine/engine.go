@@ -43,7 +43,11 @@ type Engine struct {
 	disk       *compile_cache.Dir // TORCHTPU_CACHE_DIR, or nil
 	options    []byte
 	scalars    map[scalarKey]*pjrt.Buffer
-	events     []*pjrt.Event // completion events of work that may still run
+	scalarOf   map[*pjrt.Buffer]scalarKey // the inverse of scalars
+	plans      map[hlo.Hash]*opPlan       // the strict fast path (fastpath.go)
+	sigBuf     []byte                     // scratch for opSignature
+	lastProg   string                     // the cache key of the program flush launched last
+	events     []*pjrt.Event              // completion events of work that may still run
 	forked     bool
 	m          Metrics
 	fused      int // op count that forces a flush in fused mode
@@ -71,6 +75,8 @@ func New() *Engine {
 		storages: map[uint64]*Storage{},
 		cache:    compile_cache.NewLRU(4096),
 		scalars:  map[scalarKey]*pjrt.Buffer{},
+		scalarOf: map[*pjrt.Buffer]scalarKey{},
+		plans:    map[hlo.Hash]*opPlan{},
 		mode:     ModeStrict,
 		fused:    20000,
 		initErr:  errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),

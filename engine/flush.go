@@ -161,6 +161,7 @@ func (e *Engine) program(b *hlo.Builder, outs []*hlo.Value, aliases map[int]int)
 		raw[i], raw[8+i] = byte(h.Lo>>(8*i)), byte(h.Hi>>(8*i))
 	}
 	skey := "s:" + hex.EncodeToString(raw[:])
+	e.lastProg = skey
 	if x, ok := e.cache.Get(skey); ok {
 		e.m.CacheHits++
 		return x.(*program), nil

@@ -69,24 +69,33 @@ func (e *Engine) Scalar(v float64, elem hlo.Elem) *hlo.Value {
 	if embedAllScalars && (v >= 0 || !(elem == hlo.U8 || elem == hlo.U32 || elem == hlo.U64)) {
 		return e.g.b.Scalar(elem, v)
 	}
-	k := scalarKey{elem, math.Float64bits(v)}
-	buf, ok := e.scalars[k]
-	if !ok {
-		if len(e.scalars) >= 4096 {
-			for key, b := range e.scalars {
-				e.dropBuffer(b)
-				delete(e.scalars, key)
-			}
-		}
-		var err error
-		buf, err = e.client.BufferFromHost(encodeScalar(v, elem), pjrtType(elem), nil, 0)
-		if err != nil {
-			panic(fmt.Errorf("uploading a scalar: %w", err))
-		}
-		e.m.H2DBytes += int64(elem.Bits() / 8)
-		e.scalars[k] = buf
-	}
+	buf := e.scalarBuffer(scalarKey{elem, math.Float64bits(v)})
 	return e.g.scalarParam(buf, hlo.T(elem))
+}
+
+// scalarBuffer returns the cached device buffer holding the number k,
+// uploading it on first use. The cache is cleared when it passes 4096
+// values (buffers a pending graph reads are destroyed after its launch).
+func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
+	if buf, ok := e.scalars[k]; ok {
+		return buf
+	}
+	if len(e.scalars) >= 4096 {
+		for key, b := range e.scalars {
+			e.dropBuffer(b)
+			delete(e.scalars, key)
+			delete(e.scalarOf, b)
+		}
+	}
+	elem := k.elem
+	buf, err := e.client.BufferFromHost(encodeScalar(math.Float64frombits(k.bits), elem), pjrtType(elem), nil, 0)
+	if err != nil {
+		panic(fmt.Errorf("uploading a scalar: %w", err))
+	}
+	e.m.H2DBytes += int64(elem.Bits() / 8)
+	e.scalars[k] = buf
+	e.scalarOf[buf] = k
+	return buf
 }
 
 // ScalarInt implements dispatch.Reader: an exact integer runtime input.

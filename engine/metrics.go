@@ -9,6 +9,7 @@ type Metrics struct {
 	CompileSeconds float64          `json:"compile_seconds"`
 	CacheHits      int64            `json:"cache_hits"`
 	CacheMisses    int64            `json:"cache_misses"`
+	FastPathHits   int64            `json:"strict_fast_path_hits"`
 	DiskHits       int64            `json:"disk_cache_hits"`
 	Executions     int64            `json:"executions"`
 	DonatedBuffers int64            `json:"donated_buffers"`

@@ -150,3 +150,64 @@ def test_repeated_fused_step_hits_the_program_cache():
     finally:
         torch.tpu.set_mode("strict")
     assert m["graphs_compiled"] == 0 and m["cache_hits"] >= 3, m
+
+
+def test_strict_fast_path_replays_with_the_right_values():
+    torch.tpu.set_mode("strict")
+    a, b = torch.randn(5, 6), torch.randn(5, 6)
+    ta, tb = a.to("tpu"), b.to("tpu")
+    torch.tpu.reset_metrics()
+    for i in range(5):
+        # Same signatures every round, new values every round.
+        got = (ta * (i + 0.25) + tb).relu().cpu()
+        torch.testing.assert_close(got, (a * (i + 0.25) + b).relu())
+        ta.add_(tb, alpha=0.5)
+        a.add_(b, alpha=0.5)
+    assert torch.tpu.metrics()["strict_fast_path_hits"] > 0
+    torch.testing.assert_close(ta.cpu(), a)
+
+
+def test_strict_fast_path_respects_aliasing_and_views():
+    x = torch.arange(12.0).reshape(3, 4)
+    y = torch.ones(3, 4)
+    tx, ty = x.clone().to("tpu"), y.to("tpu")
+    for _ in range(3):
+        tx.add_(ty)            # recorded with two storages
+        x.add_(y)
+    for _ in range(3):
+        tx.add_(tx)            # same op, one storage: another signature
+        x.add_(x)
+    col = tx[:, 1]             # a view of the updated storage
+    for _ in range(3):
+        col.mul_(2.0)
+        x[:, 1].mul_(2.0)
+    torch.testing.assert_close(tx.cpu(), x)
+    torch.testing.assert_close(col.cpu(), x[:, 1])
+
+
+def test_strict_fast_path_never_replays_random_draws():
+    torch.manual_seed(0)
+    t = torch.empty(1000, device="tpu")
+    draws = [t.uniform_().cpu().clone() for _ in range(3)]
+    assert not torch.equal(draws[0], draws[1]) and not torch.equal(draws[1], draws[2])
+    torch.manual_seed(0)
+    again = torch.empty(1000, device="tpu").uniform_().cpu()
+    assert torch.equal(again, draws[0])
+
+
+def test_strict_fast_path_checks_memory_limit(tmp_path):
+    code = """
+        import torch
+        x = torch.zeros(1024, device="tpu")           # 4 KiB
+        keep = [x + 1 for _ in range(3)]              # the signature is planned
+        try:
+            keep += [x + 1 for _ in range(100)]
+        except torch.OutOfMemoryError as e:
+            print("OOM", "out of memory" in str(e))
+        print(float((keep[0] + keep[1]).sum()))
+    """
+    env = dict(os.environ, TORCHTPU_MEMORY_LIMIT="40K")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, timeout=300,
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["OOM", "True", "2048.0"], r.stdout
