@@ -77,6 +77,16 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 		}
 	}
 	aliases := e.donations(g, dst, outs)
+	// While the program runs, an overwritten storage whose buffer was not
+	// donated holds two buffers: the old one (alive until the launch retires
+	// it) and the new result. The peak counts them, as a device would.
+	transient := int64(0)
+	for i, st := range dst {
+		if st.buf != nil && !donated(aliases, i) {
+			transient += st.nbytes
+		}
+	}
+	e.m.PeakBytes = max(e.m.PeakBytes, e.liveB+transient)
 	prog, err := e.program(g.b, outs, aliases)
 	if err != nil {
 		return nil, err
@@ -149,6 +159,16 @@ func (e *Engine) donations(g *graph, dst []*Storage, outs []*hlo.Value) map[int]
 		aliases[p.ParamIndex()] = i
 	}
 	return aliases
+}
+
+// donated reports whether output i reuses a parameter's buffer.
+func donated(aliases map[int]int, i int) bool {
+	for _, o := range aliases {
+		if o == i {
+			return true
+		}
+	}
+	return false
 }
 
 // program returns the compiled program of the function returning outs,
