@@ -117,6 +117,14 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 	}
 	e.addrs, e.client, e.plugin, e.initErr = addrs, c, path, nil
 	e.options = pjrt.DefaultCompileOptions()
+	if spec := os.Getenv("TORCHTPU_XLA_OPTIONS"); spec != "" {
+		opts, err := pjrt.WithOverrides(e.options, spec)
+		if err != nil {
+			e.initErr = fmt.Errorf("torchtpu: TORCHTPU_XLA_OPTIONS: %v", err)
+			return e.initErr
+		}
+		e.options = opts
+	}
 	e.pluginID = e.pluginIdentity()
 	if dir := os.Getenv("TORCHTPU_CACHE_DIR"); dir != "" {
 		d, err := compile_cache.OpenDir(dir)
