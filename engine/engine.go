@@ -40,7 +40,7 @@ type Engine struct {
 	g         *graph
 	mode      Mode
 	cache     *compile_cache.LRU
-	disk      *compile_cache.Dir // TORCHTPU_CACHE_DIR, or nil
+	tiers     *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
 	options   []byte
 	scalars   map[scalarKey]*pjrt.Buffer
 	events    []*pjrt.Event // completion events of work that may still run
@@ -109,13 +109,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 	e.addrs, e.client, e.plugin, e.initErr = addrs, c, path, nil
 	e.options = pjrt.DefaultCompileOptions()
 	e.pluginID = e.pluginIdentity()
-	if dir := os.Getenv("TORCHTPU_CACHE_DIR"); dir != "" {
-		d, err := compile_cache.OpenDir(dir)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "torchtpu: warning: %v; the on-disk compile cache is off\n", err)
-		}
-		e.disk = d
-	}
+	e.tiers = compile_cache.OpenTiers(os.Getenv("TORCHTPU_CACHE_DIR"), os.Getenv("TORCHTPU_CACHE_URL"))
 	return nil
 }
 

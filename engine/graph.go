@@ -214,8 +214,7 @@ func (e *Engine) executable(text string) (*pjrt.Executable, error) {
 		compile_cache.Part{Name: "plugin", Value: e.pluginID},
 		compile_cache.Part{Name: "version", Value: Version},
 	)
-	if exe := e.loadFromDisk(key); exe != nil {
-		e.m.DiskHits++
+	if exe := e.loadStored(key); exe != nil {
 		e.cache.Put(text, exe)
 		return exe, nil
 	}
@@ -230,42 +229,8 @@ func (e *Engine) executable(text string) (*pjrt.Executable, error) {
 	e.m.CompileSeconds += time.Since(t0).Seconds()
 	e.m.GraphsCompiled++
 	e.cache.Put(text, exe)
-	e.storeToDisk(key, exe)
+	e.storeCompiled(key, exe)
 	return exe, nil
-}
-
-// loadFromDisk returns the executable stored under key in TORCHTPU_CACHE_DIR,
-// or nil. A corrupt or unloadable entry is a miss plus a warning.
-func (e *Engine) loadFromDisk(key string) *pjrt.Executable {
-	if e.disk == nil {
-		return nil
-	}
-	data, err := e.disk.Load(key)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s is unusable (%v); recompiling\n", key[:16], err)
-		}
-		return nil
-	}
-	exe, err := e.client.DeserializeExecutable(data)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s does not load (%v); recompiling\n", key[:16], err)
-		return nil
-	}
-	return exe
-}
-
-func (e *Engine) storeToDisk(key string, exe *pjrt.Executable) {
-	if e.disk == nil {
-		return
-	}
-	data, err := exe.Serialize()
-	if err == nil {
-		err = e.disk.Store(key, data)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "torchtpu: warning: cannot write compile cache entry %s: %v\n", key[:16], err)
-	}
 }
 
 // Version is the project's version; it is part of every cache key.

@@ -10,6 +10,7 @@ type Metrics struct {
 	CacheHits      int64            `json:"cache_hits"`
 	CacheMisses    int64            `json:"cache_misses"`
 	DiskHits       int64            `json:"disk_cache_hits"`
+	RemoteHits     int64            `json:"remote_cache_hits"`
 	Executions     int64            `json:"executions"`
 	H2DBytes       int64            `json:"host_to_device_bytes"`
 	D2HBytes       int64            `json:"device_to_host_bytes"`
