@@ -96,6 +96,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 		e.initErr = err
 		return err
 	}
+	quietPluginLogs()
 	p, err := pjrt.Load(path)
 	if err != nil {
 		e.initErr = fmt.Errorf("torchtpu: cannot load the PJRT plugin %q (chosen by TORCHTPU_PLUGIN): %v", path, err)
