@@ -234,15 +234,6 @@ func (e *Engine) executable(text string) (*pjrt.Executable, error) {
 // Version is the project's version; it is part of every cache key.
 const Version = "0.1.0"
 
-func (e *Engine) pluginIdentity() string {
-	major, minor := e.client.Plugin().APIVersion()
-	id := fmt.Sprintf("%s|%d.%d|%s|%s", e.plugin, major, minor, e.client.PlatformName(), e.client.PlatformVersion())
-	if fi, err := os.Stat(e.plugin); err == nil {
-		id += fmt.Sprintf("|%d|%d", fi.Size(), fi.ModTime().UnixNano())
-	}
-	return id
-}
-
 // Synchronize flushes pending work and waits for the device to finish.
 func (e *Engine) Synchronize() error {
 	e.mu.Lock()
