@@ -22,8 +22,10 @@ if [ ! -f "$venv/.complete" ]; then
 fi
 # The editable install points at one clone; redo it when this clone is another
 # (TORCHTPU_KEEP_EDITABLE=1 keeps it: the Makefile puts this clone first on
-# PYTHONPATH anyway, so several work trees can share one environment).
-if [ "${TORCHTPU_KEEP_EDITABLE:-0}" != 1 ] && [ "$(cat "$venv/.clone" 2>/dev/null)" != "$root" ]; then
+# PYTHONPATH anyway, so several work trees can share one environment). A new
+# environment always gets one: without it `import torch` does not autoload tpu.
+clone=$(cat "$venv/.clone" 2>/dev/null || true)
+if [ -z "$clone" ] || { [ "${TORCHTPU_KEEP_EDITABLE:-0}" != 1 ] && [ "$clone" != "$root" ]; }; then
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$root/python" >&2
   echo "$root" > "$venv/.clone"
 fi
