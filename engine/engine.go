@@ -40,7 +40,7 @@ type Engine struct {
 	g          *graph
 	mode       Mode
 	cache      *compile_cache.LRU
-	disk       *compile_cache.Dir // TORCHTPU_CACHE_DIR, or nil
+	tiers      *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
 	options    []byte
 	scalars    map[scalarKey]*pjrt.Buffer
 	scalarOf   map[*pjrt.Buffer]scalarKey // the inverse of scalars
@@ -105,6 +105,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 		e.initErr = err
 		return err
 	}
+	quietPluginLogs()
 	p, err := pjrt.Load(path)
 	if err != nil {
 		e.initErr = fmt.Errorf("torchtpu: cannot load the PJRT plugin %q (chosen by TORCHTPU_PLUGIN): %v", path, err)
@@ -126,13 +127,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 		e.options = opts
 	}
 	e.pluginID = e.pluginIdentity()
-	if dir := os.Getenv("TORCHTPU_CACHE_DIR"); dir != "" {
-		d, err := compile_cache.OpenDir(dir)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "torchtpu: warning: %v; the on-disk compile cache is off\n", err)
-		}
-		e.disk = d
-	}
+	e.tiers = compile_cache.OpenTiers(os.Getenv("TORCHTPU_CACHE_DIR"), os.Getenv("TORCHTPU_CACHE_URL"))
 	return nil
 }
 

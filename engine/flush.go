@@ -2,9 +2,7 @@ package engine
 
 import (
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"time"
 
@@ -213,8 +211,8 @@ func (e *Engine) executable(text string) (*pjrt.Executable, error) {
 	return exe, nil
 }
 
-// compileText loads the program for module text from disk, or compiles it
-// (and stores it there). The full key over all named parts (DESIGN.md) names
+// compileText loads the program for module text from the persistent tiers
+// (disk, then remote), or compiles it and stores it there. The full key over all named parts (DESIGN.md) names
 // the program in both tiers.
 func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
 	key := compile_cache.Key(
@@ -223,8 +221,7 @@ func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
 		compile_cache.Part{Name: "plugin", Value: e.pluginID},
 		compile_cache.Part{Name: "version", Value: Version},
 	)
-	if exe := e.loadFromDisk(key); exe != nil {
-		e.m.DiskHits++
+	if exe := e.loadStored(key); exe != nil {
 		return exe, nil
 	}
 	e.dumpModule(key, text)
@@ -238,40 +235,6 @@ func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
 	}
 	e.m.CompileSeconds += time.Since(t0).Seconds()
 	e.m.GraphsCompiled++
-	e.storeToDisk(key, exe)
+	e.storeCompiled(key, exe)
 	return exe, nil
-}
-
-// loadFromDisk returns the executable stored under key in TORCHTPU_CACHE_DIR,
-// or nil. A corrupt or unloadable entry is a miss plus a warning.
-func (e *Engine) loadFromDisk(key string) *pjrt.Executable {
-	if e.disk == nil {
-		return nil
-	}
-	data, err := e.disk.Load(key)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s is unusable (%v); recompiling\n", key[:16], err)
-		}
-		return nil
-	}
-	exe, err := e.client.DeserializeExecutable(data)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s does not load (%v); recompiling\n", key[:16], err)
-		return nil
-	}
-	return exe
-}
-
-func (e *Engine) storeToDisk(key string, exe *pjrt.Executable) {
-	if e.disk == nil {
-		return
-	}
-	data, err := exe.Serialize()
-	if err == nil {
-		err = e.disk.Store(key, data)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "torchtpu: warning: cannot write compile cache entry %s: %v\n", key[:16], err)
-	}
 }
