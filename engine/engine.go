@@ -53,6 +53,10 @@ type Engine struct {
 	curOp     string        // the op being recorded, for error messages
 	pluginID  string        // the plugin identity, a part of every cache key
 	checkNaNs bool          // TORCHTPU_CHECK_NANS=1
+
+	capture        *capture // the program being captured, if any (capture.go)
+	captureAborted string   // why the last capture stopped early
+	programs       programTable
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.

@@ -86,6 +86,7 @@ func (e *Engine) ScalarInt(v int64, elem hlo.Elem) *hlo.Value {
 	}
 	e.m.H2DBytes += int64(elem.Bits() / 8)
 	e.g.retired = append(e.g.retired, buf)
+	e.noteSeed(buf)
 	return e.g.param(buf, hlo.T(elem))
 }
 
@@ -113,6 +114,7 @@ func (e *Engine) flush() error {
 }
 
 func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
+	e.abortCapture("the graph needed a value on the host (a CPU fallback, .item() or a data-dependent shape) or a sync")
 	g := e.g
 	e.g = newGraph()
 	defer func() {

@@ -108,7 +108,7 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 	}
 	e.m.OpsRecorded++
 	e.g.ops++
-	if e.mode != ModeFused || e.g.ops >= e.fused {
+	if !e.capturing() && (e.mode != ModeFused || e.g.ops >= e.fused) {
 		if err := e.flush(); err != nil {
 			return nil, err
 		}
