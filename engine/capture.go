@@ -17,7 +17,9 @@ import (
 type capture struct {
 	inputs  []*TensorDesc
 	seeds   map[*pjrt.Buffer]int // seed buffers of random ops, by order of first use
-	aborted string               // why the capture stopped, when something forced a flush
+	sliding []bool               // inputs read at a runtime offset (see captureRead)
+	offsets map[*pjrt.Buffer]int // offset buffers of sliding inputs, by input
+	reads   map[int]*hlo.Value   // the value of each sliding input, once read
 }
 
 // ErrNotCaptured reports that a capture ended without a program; the recorded
@@ -74,8 +76,52 @@ func (e *Engine) CaptureBegin(inputs []*TensorDesc) error {
 			return err
 		}
 	}
-	e.capture = &capture{inputs: inputs, seeds: map[*pjrt.Buffer]int{}}
+	c := &capture{inputs: inputs, seeds: map[*pjrt.Buffer]int{}, offsets: map[*pjrt.Buffer]int{}, reads: map[int]*hlo.Value{}}
+	for _, t := range inputs {
+		st := e.storages[t.Addr]
+		v := t.view()
+		c.sliding = append(c.sliding, st.dtype == t.DType && v.isContiguous() && !v.coversBase(st.shape) && numel(t.Sizes) > 0)
+	}
+	e.capture = c
 	e.captureAborted = ""
+	return nil
+}
+
+// captureRead returns the value of t when t is a sliding input of the capture
+// (a contiguous window of a larger storage, such as a batch sliced from a
+// dataset) that the graph has not written: the program reads it at a runtime
+// offset, so the next window replays the same program. It returns nil for
+// every other tensor.
+func (e *Engine) captureRead(t *TensorDesc) *hlo.Value {
+	c := e.capture
+	if c == nil {
+		return nil
+	}
+	for i, in := range c.inputs {
+		if !c.sliding[i] || in.Addr != t.Addr || in.Offset != t.Offset || in.DType != t.DType ||
+			!slices.Equal(in.Sizes, t.Sizes) || !slices.Equal(in.Strides, t.Strides) {
+			continue
+		}
+		if v, ok := c.reads[i]; ok {
+			return v
+		}
+		st := e.storages[t.Addr]
+		if st == nil || st.pending != nil || st.buf == nil {
+			return nil
+		}
+		b := e.g.b
+		off, err := e.client.BufferFromHost(encodeInt(t.Offset, hlo.S64), pjrt.S64, nil, 0)
+		if err != nil {
+			panic(fmt.Errorf("uploading an offset: %w", err))
+		}
+		e.g.retired = append(e.g.retired, off)
+		c.offsets[off] = i
+		flat := b.Reshape(e.g.param(st.buf, hlo.T(st.dtype.Elem(), st.shape...)), numel(st.shape))
+		win := b.DynamicSlice(flat, []*hlo.Value{e.g.param(off, hlo.T(hlo.S64))}, []int64{numel(t.Sizes)})
+		v := b.Reshape(win, t.Sizes...)
+		c.reads[i] = v
+		return v
+	}
 	return nil
 }
 
@@ -208,6 +254,7 @@ func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []Ou
 			}
 			addSlot(st, result{kind: resultInput, index: i})
 			p.sig[i].bound = true
+			p.sig[i].written = true
 		}
 	}
 	// Any other value still pending is computed too (nothing reads it at replay).
@@ -232,6 +279,9 @@ func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []Ou
 			p.binds = append(p.binds, bind{kind: bindInput, index: bufInput[buf]})
 		case hasKey(c.seeds, buf):
 			p.binds = append(p.binds, bind{kind: bindSeed, index: c.seeds[buf]})
+		case hasKey(c.offsets, buf):
+			p.binds = append(p.binds, bind{kind: bindOffset, index: c.offsets[buf]})
+			p.sig[c.offsets[buf]].sliding = true
 		default:
 			cp, err := e.copyBuffer(buf)
 			if err != nil {

@@ -37,6 +37,8 @@ type inputSig struct {
 	stDType dispatch.DType
 	stShape []int64
 	bound   bool // the program reads the storage's buffer
+	sliding bool // the program reads the view at a runtime offset
+	written bool // the program writes the storage
 }
 
 // bind is the source of one executable parameter.
@@ -50,6 +52,7 @@ const (
 	bindInput = iota
 	bindSeed
 	bindConst
+	bindOffset // the storage offset of a sliding input, in elements
 )
 
 // result is the destination of one executable result.
@@ -185,10 +188,16 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 			args[k] = sts[b.index].buf
 		case bindConst:
 			args[k] = b.buf
-		case bindSeed:
-			buf, err := e.client.BufferFromHost(encodeInt(seeds[b.index], hlo.S64), pjrt.S64, nil, 0)
+		case bindSeed, bindOffset:
+			var v int64
+			if b.kind == bindOffset {
+				v = inputs[b.index].Offset
+			} else {
+				v = seeds[b.index]
+			}
+			buf, err := e.client.BufferFromHost(encodeInt(v, hlo.S64), pjrt.S64, nil, 0)
 			if err != nil {
-				return nil, fmt.Errorf("torchtpu: uploading a seed: %w", err)
+				return nil, fmt.Errorf("torchtpu: uploading a scalar input: %w", err)
 			}
 			seedBufs = append(seedBufs, buf)
 			args[k] = buf
@@ -235,7 +244,9 @@ func (s *inputSig) check(i int, t *TensorDesc, st *Storage, alias int) error {
 		return &MismatchError{fmt.Sprintf("input %d shares a storage with input %d, captured with input %d", i, alias, s.alias)}
 	case t.DType != s.dtype || !slices.Equal(t.Sizes, s.sizes):
 		return &MismatchError{fmt.Sprintf("input %d is %s%v, captured as %s%v", i, t.DType, t.Sizes, s.dtype, s.sizes)}
-	case t.Offset != s.offset || !slices.Equal(t.Strides, s.strides):
+	case s.sliding && !s.written && (!slices.Equal(t.Strides, s.strides) || t.Offset+numel(t.Sizes) > numel(st.shape)):
+		return &MismatchError{fmt.Sprintf("input %d has strides %v, captured with %v, or reaches past its storage", i, t.Strides, s.strides)}
+	case (!s.sliding || s.written) && (t.Offset != s.offset || !slices.Equal(t.Strides, s.strides)):
 		return &MismatchError{fmt.Sprintf("input %d has offset %d and strides %v, captured with %d and %v", i, t.Offset, t.Strides, s.offset, s.strides)}
 	case s.bound && (st.dtype != s.stDType || !slices.Equal(st.shape, s.stShape)):
 		return &MismatchError{fmt.Sprintf("input %d's storage holds %s%v, captured as %s%v", i, st.dtype, st.shape, s.stDType, s.stShape)}

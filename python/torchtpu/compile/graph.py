@@ -49,10 +49,11 @@ class _Program:
                     t = t.as_strided(o.sizes, o.strides, o.offset)
                 out.append(t)
             elif o.kind == _Output.INPUT:
+                # o.offset is relative to the input's own offset (a sliding input moves).
                 src = tensors[o.index]
                 if check:
-                    o.direct = tuple(src.shape) == o.sizes and src.stride() == o.strides and src.storage_offset() == o.offset
-                out.append(src if o.direct else src.as_strided(o.sizes, o.strides, o.offset))
+                    o.direct = tuple(src.shape) == o.sizes and src.stride() == o.strides and o.offset == 0
+                out.append(src if o.direct else src.as_strided(o.sizes, o.strides, src.storage_offset() + o.offset))
             else:
                 out.append(o.value)
         self.checked = True
@@ -77,6 +78,7 @@ class CompiledGraph:
     _boxed_call = True
 
     def __init__(self, gm, slot):
+        self._boxed_call = True  # an instance attribute: wrappers (functools.wraps) copy it
         self.gm = gm
         self.slot = slot
         self.digest = hashlib.sha256(gm.code.encode()).hexdigest()[:16]
@@ -86,8 +88,9 @@ class CompiledGraph:
         self._handles = []
         weakref.finalize(self, _free, self._handles)
 
-    def __call__(self, args):
-        args = list(args)
+    def __call__(self, *args):
+        # Boxed (one list of the graph's inputs) or, behind wrappers that drop _boxed_call, unboxed.
+        args = list(args[0]) if len(args) == 1 and isinstance(args[0], list) else list(args)
         if self.fallback is not None:
             stats.bump("compiled_fallback_calls")
             return self._eager(args)
@@ -150,9 +153,11 @@ class CompiledGraph:
                 r.kind = _Output.FRESH if kinds[k] == 0 else _Output.INPUT
                 r.index = indices[k]
                 r.sizes, r.strides, r.offset = tuple(o.shape), tuple(o.stride()), o.storage_offset()
-                if r.kind == _Output.INPUT and tensors[r.index].dtype != o.dtype:
-                    self._set_fallback("an output views an input as another dtype")
-                    return outs
+                if r.kind == _Output.INPUT:
+                    if tensors[r.index].dtype != o.dtype:
+                        self._set_fallback("an output views an input as another dtype")
+                        return outs
+                    r.offset -= tensors[r.index].storage_offset()
                 k += 1
             else:
                 r.kind, r.value = _Output.CONST, o
