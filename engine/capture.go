@@ -50,6 +50,14 @@ func (e *Engine) abortCapture(reason string) {
 	}
 }
 
+// flushReason says why the pending graph must run during a capture.
+func (e *Engine) flushReason() string {
+	if e.cur != nil {
+		return e.curOp + " reads a value to the host (a data-dependent shape or value)"
+	}
+	return "the graph needed a value on the host (a CPU fallback, .item(), a copy to CPU) or a sync"
+}
+
 // CaptureBegin runs the pending work and starts capturing a program whose
 // positional inputs are inputs (tpu tensors).
 func (e *Engine) CaptureBegin(inputs []*TensorDesc) error {

@@ -114,7 +114,7 @@ func (e *Engine) flush() error {
 }
 
 func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
-	e.abortCapture("the graph needed a value on the host (a CPU fallback, .item() or a data-dependent shape) or a sync")
+	e.abortCapture(e.flushReason())
 	g := e.g
 	e.g = newGraph()
 	defer func() {

@@ -49,7 +49,7 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 	if err := checkDTypes(args); err != nil {
 		return nil, err
 	}
-	c := &dispatch.Ctx{Op: op, B: e.g.b, Args: args, R: e}
+	c := &dispatch.Ctx{Op: op, B: e.g.b, Args: args, R: e, NoHostChecks: e.capturing()}
 	e.cur, e.curOp = c, op
 	defer func() { e.cur = nil }()
 	results, err := entry.Rule.Fn(c)
