@@ -65,10 +65,14 @@ func ttpu_capture_end(inputs *C.ttpu_tensor, nin C.int32_t, outputs *C.ttpu_tens
 }
 
 //export ttpu_program_seeds
-func ttpu_program_seeds(handle C.int64_t) C.int32_t { return C.int32_t(eng.ProgramSeeds(int64(handle))) }
+func ttpu_program_seeds(handle C.int64_t) C.int32_t {
+	return C.int32_t(eng.ProgramSeeds(int64(handle)))
+}
 
 //export ttpu_program_outputs
-func ttpu_program_outputs(handle C.int64_t) C.int32_t { return C.int32_t(eng.ProgramOutputs(int64(handle))) }
+func ttpu_program_outputs(handle C.int64_t) C.int32_t {
+	return C.int32_t(eng.ProgramOutputs(int64(handle)))
+}
 
 //export ttpu_program_free
 func ttpu_program_free(handle C.int64_t) {

@@ -81,7 +81,9 @@ func (e *Engine) inputSig(t *TensorDesc, alias int) inputSig {
 // a way the program depends on; the caller captures another program.
 type MismatchError struct{ Reason string }
 
-func (e *MismatchError) Error() string { return "torchtpu: compiled program inputs differ: " + e.Reason }
+func (e *MismatchError) Error() string {
+	return "torchtpu: compiled program inputs differ: " + e.Reason
+}
 
 // release frees the program's own buffers.
 func (p *Program) release() {
