@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 
 	"torchtpu/dispatch"
@@ -298,6 +299,9 @@ func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []Ou
 			p.binds = append(p.binds, bind{kind: bindConst, buf: cp})
 		}
 		p.captureArgs = append(p.captureArgs, buf)
+	}
+	if os.Getenv("TORCHTPU_DONATE") != "0" {
+		p.donated = p.donateWritten()
 	}
 	return p, refs, ""
 }

@@ -20,6 +20,7 @@ type Program struct {
 	binds   []bind
 	results []result
 	nseeds  int
+	donated []int // inputs whose buffers the program takes over (donate.go)
 
 	// Set between capture and the first launch only.
 	captured    []*Storage
@@ -176,6 +177,9 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 		if err := p.sig[i].check(i, t, sts[i], first[t.Addr]); err != nil {
 			return nil, err
 		}
+	}
+	if err := e.releaseDonors(p, sts); err != nil {
+		return nil, err
 	}
 	args := make([]*pjrt.Buffer, len(p.binds))
 	var seedBufs []*pjrt.Buffer

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"torchtpu/dispatch"
@@ -50,6 +52,9 @@ func TestCaptureAndReplay(t *testing.T) {
 	}
 	if len(refs) != 1 || refs[0].Kind != OutFresh {
 		t.Fatalf("refs %+v", refs)
+	}
+	if p := e.programs.get(h); !slices.Equal(p.donated, []int{1}) || !strings.Contains(p.text, "tf.aliasing_output = 1") {
+		t.Fatalf("z's buffer is not donated to its new value (donated %v):\n%s", p.donated, p.text)
 	}
 	want := func(row int64) []float32 {
 		var w []float32
