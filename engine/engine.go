@@ -59,6 +59,10 @@ type Engine struct {
 	checkNaNs  bool          // TORCHTPU_CHECK_NANS=1
 	noDonate   bool          // TORCHTPU_DONATE=0
 	dumpWarned bool          // TORCHTPU_DUMP_DIR could not be written
+
+	capture        *capture // the program being captured, if any (capture.go)
+	captureAborted string   // why the last capture stopped early
+	programs       programTable
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.
