@@ -151,7 +151,7 @@ def main():
     ap.add_argument("--backends", default=",".join(b[0] for b in BACKENDS))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10, help="timed steps per round")
-    ap.add_argument("--warmup", type=int, default=5, help="untimed steps after the first call (at least 2)")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed calls, the first included (at least 2)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per worker process")
     ap.add_argument("--plot", help="write a grouped bar chart to this PNG")
     ap.add_argument("--json", help="write all per-round records to this file")
