@@ -118,7 +118,6 @@ def build_train(name, z):
         logits = logits.reshape(-1, logits.shape[-1])
         return optax.softmax_cross_entropy_with_integer_labels(logits, yb.reshape(-1)).mean(), s
 
-    @jax.jit
     def train_step(p, s, o, xb, yb):
         (loss, s), grads = jax.value_and_grad(loss_fn, has_aux=True)(p, s, xb, yb)
         updates, o = tx.update(grads, o, p)
