@@ -12,6 +12,8 @@ import numpy as np
 LOSS_RTOL = 1e-3   # first-step and second-step loss, relative
 OUT_RTOL, OUT_ATOL = 1e-3, 1e-4  # forward outputs, elementwise
 MARK = "@@peer "   # prefix of the lines the driver parses
+# The workloads, by name (defined in peer_workloads_torch.py and twinned in peer_workloads_jax.py).
+WORKLOADS = ["gpt", "cnn", "mlp", "norm", "attn64", "attn256", "attn512"]
 
 
 def check(kind, values, ref):

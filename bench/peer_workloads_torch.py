@@ -19,14 +19,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import train_cnn  # noqa: E402
 import train_gpt  # noqa: E402
 import train_mlp  # noqa: E402
-from peer_timing import run_all, worker_args  # noqa: E402
+from peer_timing import WORKLOADS, run_all, worker_args  # noqa: E402
 
 GPT = dict(ctx=64, dim=128, heads=4, layers=4, batch=12)
 MLP_BATCH, CNN_BATCH = 32, 64
 NORM_SHAPE = (256, 1024)
 ATTN = dict(batch=4, heads=4, head_dim=32)
 ATTN_LENGTHS = (64, 256, 512)
-WORKLOADS = ["gpt", "cnn", "mlp", "norm"] + [f"attn{t}" for t in ATTN_LENGTHS]
+assert WORKLOADS[4:] == [f"attn{t}" for t in ATTN_LENGTHS]
 KIND = {"gpt": "train", "cnn": "train", "mlp": "train"}
 
 

@@ -24,8 +24,7 @@ import tempfile
 import time
 
 import peer_envs
-from peer_timing import MARK
-from peer_workloads_torch import WORKLOADS
+from peer_timing import MARK, WORKLOADS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # name, column label, environment, worker script
@@ -96,6 +95,7 @@ def summarize(rounds, workloads, backends):
             if ok and len(ok) == len(recs):
                 table[(w, b)] = {"status": "ok", "ms": statistics.median(x["median_ms"] for x in ok),
                                  "cold_ms": statistics.median(x["cold_ms"] for x in ok),
+                                 "best_ms": statistics.median(min(x["times_ms"]) for x in ok),
                                  "rounds_ms": [x["median_ms"] for x in ok]}
             else:
                 bad = next((x for x in recs if x["status"] != "ok"), {"status": "missing"})
@@ -124,6 +124,11 @@ def print_tables(table, workloads, backends, args):
     print(head + "\n" + rule)
     for w in workloads:
         print(f"| {TITLES[w]} | " + " | ".join(cell(table[(w, b)]) for b in backends) + " |")
+    print("\n### Fastest step, ms (median over rounds of each round's fastest timed step; "
+          "less sensitive to other load on the machine)\n")
+    print(head + "\n" + rule)
+    for w in workloads:
+        print(f"| {TITLES[w]} | " + " | ".join(cell(table[(w, b)], "best_ms") for b in backends) + " |")
     print("\n### First call, ms (trace + compile + first run; fresh process, no warm caches; median over rounds)\n")
     print(head + "\n" + rule)
     for w in workloads:
@@ -155,8 +160,11 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per worker process")
     ap.add_argument("--plot", help="write a grouped bar chart to this PNG")
     ap.add_argument("--json", help="write all per-round records to this file")
+    ap.add_argument("--replay", help="print the tables (and --plot) from a --json file instead of running")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
+    if args.replay:
+        return replay(args)
     workloads = [w for w in args.workloads.split(",") if w]
     backends = [b for b in args.backends.split(",") if b]
     for name, allowed in (("workload", WORKLOADS), ("backend", list(LABEL))):
@@ -190,6 +198,19 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "rounds": rounds}, f, indent=1)
+    if args.plot:
+        plot(table, workloads, backends, args.plot)
+
+
+def replay(args):
+    saved = json.load(open(args.replay))
+    rounds, old = saved["rounds"], saved["args"]
+    for k in ("rounds", "steps", "warmup"):
+        setattr(args, k, old[k])
+    workloads, backends = old["workloads"].split(","), old["backends"].split(",")
+    print(f"peers: replay of {args.replay}, {args.rounds} rounds × {args.steps} steps (+{args.warmup} warm-up)")
+    table = summarize(rounds, workloads, backends)
+    print_tables(table, workloads, backends, args)
     if args.plot:
         plot(table, workloads, backends, args.plot)
 
