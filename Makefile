@@ -18,7 +18,7 @@ export CGO_CFLAGS := -I$(ROOT)/$(BUILD)/include -O2
 export TORCHTPU_PLUGIN_PATH := $(PLUGIN_DIR)/xla_cpu_pjrt.so
 export PYTHONPATH := $(ROOT)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: build run test test-go test-py env clean bench conformance
+.PHONY: build run test test-go test-py env clean bench bench-peers conformance
 # The shim's translation units compile in parallel, one per core.
 build:
 	@$(MAKE) --no-print-directory -j$(shell nproc) $(LIB)
@@ -62,6 +62,11 @@ test-py: build
 
 bench: build
 	$(PY) bench/op_latency.py
+
+# The peer benchmark (bench/peers.py): PEERS_ARGS passes options through, e.g.
+# PEERS_ARGS="--workloads gpt,norm --backends fused,jax --rounds 1 --plot peers.png".
+bench-peers: build
+	$(PY) bench/peers.py $(PEERS_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(LIB)

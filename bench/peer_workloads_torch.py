@@ -1,0 +1,196 @@
+"""peer_workloads_torch: the benchmark workloads in PyTorch, and the worker that times them.
+
+Runs in the project's environment (backends cpu, inductor, strict, fused,
+compiled) and in the torch_xla peer environment (xla-lazy, xla-openxla). Weights
+and data come from <workload>.init.npz, written once by `--dump` on CPU, so every
+backend (and the JAX twins) starts from the same numbers.
+
+    python bench/peer_workloads_torch.py --backend fused --workloads gpt,norm --dir DIR
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+import train_cnn  # noqa: E402
+import train_gpt  # noqa: E402
+import train_mlp  # noqa: E402
+from peer_timing import WORKLOADS, run_all, worker_args  # noqa: E402
+
+GPT = dict(ctx=64, dim=128, heads=4, layers=4, batch=12)
+MLP_BATCH, CNN_BATCH = 32, 64
+NORM_SHAPE = (256, 1024)
+ATTN = dict(batch=4, heads=4, head_dim=32)
+ATTN_LENGTHS = (64, 256, 512)
+assert WORKLOADS[4:] == [f"attn{t}" for t in ATTN_LENGTHS]
+KIND = {"gpt": "train", "cnn": "train", "mlp": "train"}
+
+
+def norm_block(x, w, b):
+    """Pointwise and normalization chain: a hand-written layer norm, activations, softmax."""
+    m = x.mean(-1, keepdim=True)
+    v = ((x - m) ** 2).mean(-1, keepdim=True)
+    y = (x - m) / torch.sqrt(v + 1e-5) * w + b
+    y = F.gelu(y, approximate="tanh")
+    y = y * torch.sigmoid(y) + 0.5 * torch.tanh(y)
+    y = F.layer_norm(y, (x.shape[-1],), w, b, 1e-5)
+    return torch.softmax(y, dim=-1) * 2.0 + y.clamp(-3.0, 3.0)
+
+
+def attention(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def make_model(name):
+    torch.manual_seed(0)
+    if name == "gpt":
+        vocab = len(set(train_gpt.make_text(seed=0)))
+        return train_gpt.GPT(vocab, ctx=GPT["ctx"], dim=GPT["dim"], heads=GPT["heads"], layers=GPT["layers"], dropout=0.0)
+    if name == "cnn":
+        return train_cnn.CNN(dropout=0.0)
+    return train_mlp.MLP(dropout=0.0)
+
+
+def make_optimizer(name, params):
+    if name == "cnn":  # as examples/train_cnn.py, without its learning-rate schedule
+        return torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=1e-4)
+    if name == "gpt":  # as examples/train_gpt.py, at a fixed learning rate
+        return torch.optim.AdamW(params, lr=3e-3, weight_decay=0.1, betas=(0.9, 0.95))
+    return torch.optim.AdamW(params, lr=3e-3, weight_decay=0.01)
+
+
+def dump(name, path):
+    """Writes the initial weights ("p:" + state_dict key) and the data of workload name."""
+    arrays = {}
+    if name in KIND:
+        for k, t in make_model(name).state_dict().items():
+            arrays["p:" + k] = t.numpy()
+    if name == "gpt":
+        text = train_gpt.make_text(seed=0)
+        stoi = {c: i for i, c in enumerate(sorted(set(text)))}
+        data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
+        x, y = next(train_gpt.batches(data, GPT["ctx"], GPT["batch"], seed=0))
+    elif name == "cnn":
+        x, y = train_cnn.make_data(seed=0)
+        x, y = x[:CNN_BATCH], y[:CNN_BATCH]
+    elif name == "mlp":
+        x, y = train_mlp.make_data(seed=0)
+        x, y = x[:MLP_BATCH], y[:MLP_BATCH]
+    elif name == "norm":
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(NORM_SHAPE, generator=g) * 2 + 0.5
+        arrays["w"] = (1 + 0.1 * torch.randn(NORM_SHAPE[-1], generator=g)).numpy()
+        arrays["b"] = (0.1 * torch.randn(NORM_SHAPE[-1], generator=g)).numpy()
+        y = None
+    else:
+        g = torch.Generator().manual_seed(0)
+        shape = (ATTN["batch"], ATTN["heads"], int(name[4:]), ATTN["head_dim"])
+        x = torch.randn((3, *shape), generator=g)
+        y = None
+    arrays["x"] = x.numpy()
+    if y is not None:
+        arrays["y"] = y.numpy()
+    np.savez(path, **arrays)
+
+
+class Backend:
+    """Where a workload runs and how its function is wrapped and synchronized."""
+
+    def __init__(self, name):
+        self.name, self.compile, self.after_step = name, None, lambda: None
+        # torch_xla's dynamo bridge compiles a model (forward, and backward through AOTAutograd); a
+        # step function with backward() and the optimizer inside fails there, so those stay lazy.
+        self.whole_step = name != "xla-openxla"
+        if name in ("cpu", "inductor"):
+            self.device = torch.device("cpu")
+            if name == "inductor":
+                self.compile = lambda f: torch.compile(f)
+        elif name in ("strict", "fused", "compiled"):
+            self.device = torch.device("tpu")
+            torch.tpu.set_mode("fused" if name == "fused" else "strict")
+            if name == "compiled":
+                self.compile = lambda f: torch.compile(f, backend="tpu")
+        elif name in ("xla-lazy", "xla-openxla"):
+            import torch_xla
+            self.device = torch_xla.device()
+            self.after_step = torch_xla.sync
+            if name == "xla-openxla":
+                self.compile = lambda f: torch.compile(f, backend="openxla")
+        else:
+            raise ValueError(f"unknown backend {name}")
+
+    def wrap(self, f):
+        return self.compile(f) if self.compile else f
+
+
+def build(backend, name, folder):
+    """Returns (kind, step, read) for workload name on backend."""
+    z = np.load(os.path.join(folder, f"{name}.init.npz"))
+    dev = backend.device
+    x = torch.from_numpy(z["x"]).to(dev)
+    if name in KIND:
+        model = make_model(name)
+        model.load_state_dict({k[2:]: torch.from_numpy(z[k]) for k in z.files if k.startswith("p:")})
+        model.to(dev).train()
+        y = torch.from_numpy(z["y"]).to(dev)
+        opt = make_optimizer(name, model.parameters())
+        params = list(model.parameters())
+        if backend.compile and not backend.whole_step:
+            model = backend.compile(model)
+
+        def train_step(xb, yb):
+            logits = model(xb)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if name == "gpt":
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            return loss.detach()
+
+        fn = backend.wrap(train_step) if backend.whole_step else train_step
+
+        def step():
+            loss = fn(x, y)
+            backend.after_step()
+            return loss
+
+        return "train", step, lambda loss: float(loss.item())
+    if name == "norm":
+        w, b = torch.from_numpy(z["w"]).to(dev), torch.from_numpy(z["b"]).to(dev)
+        fn, args = backend.wrap(norm_block), (x, w, b)
+    else:
+        fn, args = backend.wrap(attention), (x[0], x[1], x[2])
+
+    def fwd():
+        with torch.no_grad():
+            out = fn(*args)
+        backend.after_step()
+        return out
+
+    return "forward", fwd, lambda out: out.cpu().numpy()
+
+
+def main():
+    args = worker_args(__doc__.splitlines()[0])
+    torch.set_num_threads(2)
+    names = args.workloads.split(",")
+    if args.dump:
+        for n in names:
+            dump(n, os.path.join(args.dir, f"{n}.init.npz"))
+        return
+    if args.backend == "compiled" and "tpu" not in torch._dynamo.list_backends():
+        from peer_timing import emit
+        for n in names:
+            emit(n, {"status": "n/a", "detail": 'torch.compile backend "tpu" is not registered'})
+        return
+    backend = Backend(args.backend)
+    run_all(names, lambda n: build(backend, n, args.dir), args)
+
+
+if __name__ == "__main__":
+    main()
