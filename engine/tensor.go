@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
 	"torchtpu/dispatch"
 	"torchtpu/hlo"
@@ -58,7 +59,23 @@ func (e *Engine) Read(h any) *hlo.Value {
 	if err := checkBounds(st, t); err != nil {
 		panic(err)
 	}
+	if st.buf != nil && st.pending == nil && st.dtype == t.DType {
+		// A window of a materialized storage (a batch sliced from a dataset
+		// on the device, a row of a table) starts at runtime offsets, so the
+		// next window reuses the program.
+		return readViewWith(e.g.b, base, t.view(), e.windowStarts)
+	}
 	return readView(e.g.b, base, t.view())
+}
+
+// windowStarts returns runtime inputs holding the starts of a window read.
+func (e *Engine) windowStarts(starts []int64) []*hlo.Value {
+	vs := make([]*hlo.Value, len(starts))
+	for i, s := range starts {
+		buf := e.scalarBuffer(scalarKey{hlo.S64, math.Float64bits(float64(s))})
+		vs[i] = e.g.scalarParam(buf, hlo.T(hlo.S64))
+	}
+	return vs
 }
 
 // checkBounds rejects a view that reaches outside its storage.

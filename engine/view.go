@@ -129,6 +129,17 @@ func flatIndex(b *hlo.Builder, v view) *hlo.Value {
 
 // readView returns the view v of base (a value in the base shape).
 func readView(b *hlo.Builder, base *hlo.Value, v view) *hlo.Value {
+	return readViewWith(b, base, v, nil)
+}
+
+// windowStarts gives the start of each base dimension of a unit-step slice
+// as a runtime value; see Engine.Read.
+type windowStarts func(starts []int64) []*hlo.Value
+
+// readViewWith is readView; when starts is not nil, a unit-step slice of the
+// base is read with stablehlo.dynamic_slice at the runtime starts it gives,
+// so views that differ only in where they start share one program.
+func readViewWith(b *hlo.Builder, base *hlo.Value, v view, starts windowStarts) *hlo.Value {
 	shape := base.T.Shape
 	switch {
 	case v.offset == 0 && slices.Equal(v.sizes, shape) && v.isContiguous():
@@ -148,7 +159,16 @@ func readView(b *hlo.Builder, base *hlo.Value, v view) *hlo.Value {
 		}
 	}
 	if ok {
-		x := b.Slice(base, p.start, p.limit, p.step)
+		var x *hlo.Value
+		if starts != nil && unitSteps(p) {
+			sizes := make([]int64, len(p.start))
+			for j := range sizes {
+				sizes[j] = p.limit[j] - p.start[j]
+			}
+			x = b.DynamicSlice(base, starts(p.start), sizes)
+		} else {
+			x = b.Slice(base, p.start, p.limit, p.step)
+		}
 		// Keep the walked base dimensions, in base order, then permute to view order.
 		var keep []int64
 		for j := range shape {

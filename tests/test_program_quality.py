@@ -245,3 +245,25 @@ def test_adamw_step_updates_in_place(impl):
     # without, every overwritten tensor briefly exists twice.
     assert ratios["1"] <= 1.3, ratios
     assert ratios["0"] >= 1.5, ratios
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_batches_sliced_on_the_device_share_one_program(mode):
+    data = torch.randn(64, 8)
+    w = torch.randn(8, 3)
+    tdata, tw = data.to("tpu"), w.to("tpu")
+    torch.tpu.set_mode(mode)
+    try:
+        got = []
+        for i in range(8):
+            if i == 2:
+                torch.tpu.synchronize()
+                torch.tpu.reset_metrics()
+            xb = tdata[i * 8:(i + 1) * 8]          # a window that starts somewhere else each step
+            got.append((xb @ tw).tanh().sum(0).cpu())
+        compiled = torch.tpu.metrics()["graphs_compiled"]
+    finally:
+        torch.tpu.set_mode("strict")
+    for i, g in enumerate(got):
+        torch.testing.assert_close(g, (data[i * 8:(i + 1) * 8] @ w).tanh().sum(0))
+    assert compiled == 0
