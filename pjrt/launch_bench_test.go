@@ -1,20 +1,17 @@
 package pjrt
 
 import (
-	"os"
 	"testing"
+
+	"torchtpu/internal/testplugin"
 )
 
 // BenchmarkLaunchFloor measures the floor of the strict mode's per-op cost:
 // Go launching one cached executable (x + 1 on 1000 float32 elements) on the
 // plugin, destroying the previous result, without waiting for completion
-// except every 64 launches. It needs TORCHTPU_PLUGIN_PATH.
+// except every 64 launches.
 func BenchmarkLaunchFloor(b *testing.B) {
-	path := os.Getenv("TORCHTPU_PLUGIN_PATH")
-	if path == "" {
-		b.Skip("TORCHTPU_PLUGIN_PATH is not set")
-	}
-	p, err := Load(path)
+	p, err := Load(testplugin.Path(b))
 	if err != nil {
 		b.Fatal(err)
 	}
