@@ -8,8 +8,8 @@ import (
 
 // BenchmarkLaunchFloor measures the floor of the strict mode's per-op cost:
 // Go launching one cached executable (x + 1 on 1000 float32 elements) on the
-// plugin, destroying the previous result, without waiting for completion
-// except every 64 launches.
+// plugin, waiting for completion and destroying the results only every 64
+// launches, as strict mode does.
 func BenchmarkLaunchFloor(b *testing.B) {
 	p, err := Load(testplugin.Path(b))
 	if err != nil {
@@ -38,24 +38,25 @@ func BenchmarkLaunchFloor(b *testing.B) {
 	}
 	defer in.Destroy()
 	var events []*Event
+	var results []*Buffer
+	drain := func() {
+		for i, e := range events {
+			_ = e.Await()
+			e.Destroy()
+			results[i].Destroy()
+		}
+		events, results = events[:0], results[:0]
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		outs, ev, err := x.Execute([]*Buffer{in}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
-		outs[0].Destroy()
-		events = append(events, ev)
+		events, results = append(events, ev), append(results, outs[0])
 		if len(events) == 64 {
-			for _, e := range events {
-				_ = e.Await()
-				e.Destroy()
-			}
-			events = events[:0]
+			drain()
 		}
 	}
-	for _, e := range events {
-		_ = e.Await()
-		e.Destroy()
-	}
+	drain()
 }
