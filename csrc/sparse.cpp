@@ -55,8 +55,20 @@ std::vector<int64_t> rows_shape(const at::Tensor& t) {
   return shape;
 }
 
-// row_index is each stored value's row in rows_shape(t): its indices flattened.
-at::Tensor row_index(const at::Tensor& t) { return at::sparse::flatten_indices(t._indices(), t.sizes()); }
+// row_index is each stored value's row in rows_shape(t): its indices flattened (row-major).
+at::Tensor row_index(const at::Tensor& t) {
+  at::Tensor indices = t._indices();
+  const int64_t sd = t.sparse_dim();
+  if (sd == 1) {
+    return indices.select(0, 0);
+  }
+  std::vector<int64_t> strides(sd, 1);
+  for (int64_t d = sd - 2; d >= 0; --d) {
+    strides[d] = strides[d + 1] * t.size(d + 1);
+  }
+  at::Tensor mult = at::tensor(strides, at::kLong).to(indices.device()).unsqueeze(1);
+  return indices.mul(mult).sum(0);
+}
 
 // unravel turns row numbers back into [len(sizes), n] indices.
 at::Tensor unravel(const at::Tensor& rows, c10::IntArrayRef sizes) {
@@ -108,7 +120,8 @@ at::Tensor& add_dense_sparse(const at::Tensor& dense, const at::Tensor& sparse, 
 }
 
 // add_out is add.out for sparse operands: dense + sparse into a dense out, or sparse + sparse, whose
-// indices and values are concatenated (and coalesced when both operands were coalesced, as on CPU).
+// indices and values are concatenated (and coalesced when both operands were coalesced, as on CPU),
+// or, when both hold the same indices, the values are added.
 at::Tensor& add_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
   TORCH_CHECK(self.sizes().equals(other.sizes()), "add: expected 'self' and 'other' to have same size, but self has size ",
               self.sizes(), " while other has size ", other.sizes(),
@@ -133,6 +146,9 @@ at::Tensor& add_out(const at::Tensor& self, const at::Tensor& other, const at::S
   } else if (self._nnz() == 0) {
     r = make_sparse(other._indices().clone(), ov.is_same(other._values()) ? ov.clone() : ov, self.sizes(),
                     other.is_coalesced());
+  } else if (self._nnz() == other._nnz() && at::equal(self._indices(), other._indices())) {
+    // Same positions (a gradient accumulated twice from the same ids): CPU adds the values in place.
+    r = make_sparse(self._indices().clone(), sv.add(ov), self.sizes(), self.is_coalesced());
   } else {
     r = make_sparse(at::cat({self._indices(), other._indices()}, 1), at::cat({sv, ov}, 0), self.sizes(), false);
     if (self.is_coalesced() && other.is_coalesced()) {
