@@ -1,0 +1,316 @@
+"""Many embedding tables with the optimizer fused into the backward pass (the SparseCore model).
+
+``FusedEmbeddingBagCollection`` holds several pooled embedding tables, takes jagged ids per
+feature in TorchRec's ``KeyedJaggedTensor`` layout (``KeyedJagged`` here, or TorchRec's own
+object: anything with ``keys()``, ``values()`` and ``lengths()`` or ``offsets()``) and returns
+one pooled ``[batch, dim]`` tensor per feature. Its backward applies the optimizer to the rows
+the batch touched, in place, and gives the tables no gradient: no table-sized (or even
+batch-sized sparse) gradient is ever materialized. Dense parameters keep their usual optimizer.
+
+How a step runs:
+
+1. On the host, ids are checked (range, offsets, weights), padding ids dropped, each id is
+   given its bag (segment) and its gain (1, its per-sample weight, or 1/len for mean pooling),
+   and the ids of every table of one embedding dim are deduplicated together: tables of the
+   same dim are stacked into one device buffer, so a whole batch is one gather, one segment
+   sum and one scatter.
+2. On the device, ``_TableStack.lookup`` gathers the unique rows and combines them per bag;
+   ``_TableStack.update`` (in the backward) turns the pooled gradient into one gradient row
+   per unique id and applies the optimizer to those rows.
+
+``lookup`` and ``update`` take the host-prepared ``_Batch`` (unique ids, inverse map, segment
+ids, gains: the CSR-wrapped COO input of SparseCore kernels). They are the one interface a
+SparseCore kernel plugs into; on the XLA CPU plugin (and on CPU) they lower to gathers,
+segment sums and scatter-adds.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+__all__ = ["EmbeddingBagConfig", "KeyedJagged", "FusedEmbeddingBagCollection"]
+
+OPTIMIZERS = {
+    "sgd": dict(lr=0.01),
+    "adagrad": dict(lr=0.01, lr_decay=0.0, eps=1e-10, initial_accumulator_value=0.0),
+    "adam": dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8),
+    "rowwise_adagrad": dict(lr=0.01, eps=1e-10, initial_accumulator_value=0.0),
+}
+
+
+@dataclass
+class EmbeddingBagConfig:
+    """One table: ``num_embeddings`` rows of ``embedding_dim``, looked up by ``feature_names``;
+    ``pooling`` is "sum" or "mean"; ids equal to ``padding_idx`` are skipped (as in
+    ``nn.EmbeddingBag``)."""
+    name: str
+    num_embeddings: int
+    embedding_dim: int
+    feature_names: list = field(default_factory=list)
+    pooling: str = "sum"
+    padding_idx: int | None = None
+
+
+class KeyedJagged:
+    """TorchRec's KeyedJaggedTensor layout: ``values`` holds the ids of every key, key-major;
+    ``lengths`` ([len(keys) * batch]) or ``offsets`` (its cumulative sum with a leading 0) cut
+    them into bags; ``weights`` (optional) are per-id weights for sum pooling."""
+
+    def __init__(self, keys, values, lengths=None, offsets=None, weights=None):
+        if (lengths is None) == (offsets is None):
+            raise ValueError("KeyedJagged: give exactly one of lengths and offsets")
+        self.keys_, self.values_, self.lengths_, self.offsets_, self.weights_ = list(keys), values, lengths, offsets, weights
+
+    def keys(self):
+        return list(self.keys_)
+
+    def values(self):
+        return self.values_
+
+    def lengths(self):
+        if self.lengths_ is None:
+            return self.offsets_[1:] - self.offsets_[:-1]
+        return self.lengths_
+
+    def offsets(self):
+        if self.offsets_ is None:
+            return torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(self.lengths_.long(), 0)])
+        return self.offsets_
+
+    def weights_or_none(self):
+        return self.weights_
+
+
+def _fail(msg):
+    raise ValueError(f"FusedEmbeddingBagCollection: {msg}")
+
+
+def _host_offsets(kjt, n):
+    """The KJT's offsets as a CPU int64 tensor, checked against n values."""
+    lengths = getattr(kjt, "lengths_", None) if isinstance(kjt, KeyedJagged) else None
+    offsets = getattr(kjt, "offsets_", None) if isinstance(kjt, KeyedJagged) else None
+    if lengths is None and offsets is None:
+        offsets = kjt.offsets()
+    if offsets is not None:
+        offsets = offsets.detach().to("cpu", torch.long)
+        if offsets.dim() != 1 or offsets.numel() < 1:
+            _fail(f"offsets has to be a 1-D tensor with a leading 0, got shape {tuple(offsets.shape)}")
+        if offsets[0] != 0:
+            _fail(f"offsets[0] has to be 0, got {int(offsets[0])}")
+        step = offsets[1:] - offsets[:-1]
+        if (step < 0).any():
+            at = int(torch.nonzero(step < 0)[0]) + 1
+            _fail(f"offsets have to be non-decreasing, got {int(offsets[at])} after {int(offsets[at - 1])} at {at}")
+        if offsets[-1] != n:
+            _fail(f"offsets[-1] has to be the number of ids ({n}), got {int(offsets[-1])}")
+        return offsets
+    lengths = lengths.detach().to("cpu", torch.long)
+    if lengths.dim() != 1 or (lengths < 0).any():
+        _fail("lengths have to be a 1-D tensor of non-negative counts")
+    if int(lengths.sum()) != n:
+        _fail(f"lengths add up to {int(lengths.sum())}, but there are {n} ids")
+    return torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(lengths, 0)])
+
+
+@dataclass
+class _Batch:
+    """One stack's part of a batch, prepared on the host and uploaded: ``unique`` rows of the
+    stack, ``inverse`` (each id's position in unique), ``segment`` (each id's bag) and ``gain``
+    (each id's factor in its bag's sum); ``bags`` is the number of pooled outputs."""
+    unique: torch.Tensor
+    inverse: torch.Tensor
+    segment: torch.Tensor
+    gain: torch.Tensor
+    bags: int
+
+
+class _TableStack(nn.Module):
+    """Tables of one embedding dim stacked into one [rows, dim] buffer, with their optimizer state."""
+
+    def __init__(self, tables, dim, optimizer, kwargs, device, dtype):
+        super().__init__()
+        self.dim = dim
+        self.base = {}
+        rows = 0
+        for t in tables:
+            self.base[t.name] = rows
+            rows += t.num_embeddings
+        weight = torch.empty(rows, dim, dtype=dtype)
+        for t in tables:
+            bound = math.sqrt(1.0 / t.num_embeddings)
+            weight[self.base[t.name]:self.base[t.name] + t.num_embeddings].uniform_(-bound, bound)
+        self.weight = nn.Parameter(weight.to(device), requires_grad=False)
+        self.optimizer, self.hp = optimizer, kwargs
+        self.steps = 0
+        init = kwargs.get("initial_accumulator_value", 0.0)
+        if optimizer == "adagrad":
+            self.register_buffer("state_sum", torch.full((rows, dim), init, dtype=dtype, device=device))
+        elif optimizer == "rowwise_adagrad":
+            self.register_buffer("state_sum", torch.full((rows,), init, dtype=dtype, device=device))
+        elif optimizer == "adam":
+            self.register_buffer("exp_avg", torch.zeros(rows, dim, dtype=dtype, device=device))
+            self.register_buffer("exp_avg_sq", torch.zeros(rows, dim, dtype=dtype, device=device))
+
+    def lookup(self, b: _Batch) -> torch.Tensor:
+        """The pooled [bags, dim] rows: gather the unique rows, weight each id, sum per bag."""
+        rows = self.weight.index_select(0, b.unique).index_select(0, b.inverse)
+        pooled = torch.zeros(b.bags, self.dim, dtype=self.weight.dtype, device=self.weight.device)
+        return pooled.index_add_(0, b.segment, rows * b.gain.unsqueeze(1))
+
+    @torch.no_grad()
+    def update(self, b: _Batch, grad: torch.Tensor):
+        """Applies the optimizer to the unique rows from the pooled gradient [bags, dim]."""
+        g = torch.zeros(b.unique.numel(), self.dim, dtype=grad.dtype, device=grad.device)
+        g.index_add_(0, b.inverse, grad.index_select(0, b.segment) * b.gain.unsqueeze(1))
+        self.steps += 1
+        u, hp, w = b.unique, self.hp, self.weight
+        if self.optimizer == "sgd":
+            w.index_add_(0, u, g, alpha=-hp["lr"])
+        elif self.optimizer == "adagrad":
+            s = self.state_sum.index_select(0, u).addcmul_(g, g)
+            self.state_sum.index_copy_(0, u, s)
+            clr = hp["lr"] / (1 + (self.steps - 1) * hp["lr_decay"])
+            w.index_add_(0, u, g / s.sqrt().add_(hp["eps"]), alpha=-clr)
+        elif self.optimizer == "rowwise_adagrad":
+            s = self.state_sum.index_select(0, u) + g.pow(2).mean(1)
+            self.state_sum.index_copy_(0, u, s)
+            w.index_add_(0, u, g / s.sqrt().add_(hp["eps"]).unsqueeze(1), alpha=-hp["lr"])
+        else:  # adam, lazily: only the touched rows move, as torch.optim.SparseAdam
+            b1, b2 = hp["betas"]
+            m0, v0 = self.exp_avg.index_select(0, u), self.exp_avg_sq.index_select(0, u)
+            m = m0 + (g - m0) * (1 - b1)
+            v = v0 + (g * g - v0) * (1 - b2)
+            self.exp_avg.index_copy_(0, u, m)
+            self.exp_avg_sq.index_copy_(0, u, v)
+            step = hp["lr"] * math.sqrt(1 - b2 ** self.steps) / (1 - b1 ** self.steps)
+            w.index_add_(0, u, m / v.sqrt().add_(hp["eps"]), alpha=-step)
+
+
+class _FusedLookup(torch.autograd.Function):
+    """Pooled lookups of every stack; the backward updates the tables and returns no gradient."""
+
+    @staticmethod
+    def forward(ctx, anchor, stacks, batches):
+        ctx.stacks, ctx.batches = stacks, batches
+        return tuple(s.lookup(b) for s, b in zip(stacks, batches))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        for s, b, g in zip(ctx.stacks, ctx.batches, grads):
+            if g is not None:
+                s.update(b, g)
+        return None, None, None
+
+
+def _optimizer_name(optimizer):
+    names = {torch.optim.SGD: "sgd", torch.optim.Adagrad: "adagrad", torch.optim.Adam: "adam",
+             torch.optim.SparseAdam: "adam"}
+    name = names.get(optimizer, optimizer)
+    if name not in OPTIMIZERS:
+        raise ValueError(f"FusedEmbeddingBagCollection: optimizer has to be one of {sorted(OPTIMIZERS)} "
+                         f"(or torch.optim.SGD, Adagrad, Adam, SparseAdam), got {optimizer!r}")
+    return name
+
+
+class FusedEmbeddingBagCollection(nn.Module):
+    """Pooled embedding tables whose optimizer runs inside the backward pass.
+
+    ``tables`` is a list of ``EmbeddingBagConfig``; ``optimizer`` one of "sgd", "adagrad",
+    "adam" (lazy, as SparseAdam), "rowwise_adagrad" or the matching ``torch.optim`` class, with
+    ``optimizer_kwargs`` (lr, eps, betas, lr_decay, initial_accumulator_value as torch names
+    them). ``forward(kjt)`` returns {feature: [batch, dim]} in the tables' feature order. The
+    tables are parameters with ``requires_grad=False``: ``weight(name)`` is a view of one."""
+
+    def __init__(self, tables, optimizer="sgd", optimizer_kwargs=None, device="tpu", dtype=torch.float32):
+        super().__init__()
+        name = _optimizer_name(optimizer)
+        kwargs = dict(OPTIMIZERS[name])
+        unknown = set(optimizer_kwargs or {}) - set(kwargs)
+        if unknown:
+            raise TypeError(f"FusedEmbeddingBagCollection: {name} takes {sorted(kwargs)}, not {sorted(unknown)}")
+        kwargs.update(optimizer_kwargs or {})
+        self.tables = {t.name: t for t in tables}
+        self.feature_table = {}
+        for t in tables:
+            if t.pooling not in ("sum", "mean"):
+                raise ValueError(f"FusedEmbeddingBagCollection: table {t.name}: pooling has to be 'sum' or 'mean', got {t.pooling!r}")
+            for f in t.feature_names:
+                if f in self.feature_table:
+                    raise ValueError(f"FusedEmbeddingBagCollection: feature {f} belongs to two tables")
+                self.feature_table[f] = t
+        self.features = list(self.feature_table)
+        dims = sorted({t.embedding_dim for t in tables})
+        self.stacks = nn.ModuleList(
+            _TableStack([t for t in tables if t.embedding_dim == d], d, name, kwargs, device, dtype) for d in dims)
+        self.stack_of = {t.name: dims.index(t.embedding_dim) for t in tables}
+        # The features of each stack, in output order.
+        self.stack_features = [[f for f in self.features if self.feature_table[f].embedding_dim == d] for d in dims]
+        self._anchor = torch.empty(0, requires_grad=True)
+
+    def weight(self, table):
+        """The rows of one table: a view into its stack."""
+        t = self.tables[table]
+        s = self.stacks[self.stack_of[table]]
+        return s.weight[s.base[table]:s.base[table] + t.num_embeddings]
+
+    def _prepare(self, kjt):
+        keys = list(kjt.keys())
+        if sorted(keys) != sorted(self.features):
+            _fail(f"the input has keys {keys}, the tables expect features {self.features}")
+        values = kjt.values().detach().to("cpu")
+        if values.dim() != 1 or values.is_floating_point() or values.is_complex():
+            _fail(f"values have to be a 1-D integer tensor of ids, got {values.dtype} of shape {tuple(values.shape)}")
+        values = values.long()
+        offsets = _host_offsets(kjt, values.numel())
+        if (offsets.numel() - 1) % len(keys):
+            _fail(f"{offsets.numel() - 1} bags do not split evenly over {len(keys)} keys")
+        batch = (offsets.numel() - 1) // len(keys)
+        weights = kjt.weights_or_none()
+        if weights is not None:
+            weights = weights.detach().to("cpu")
+            if weights.shape != values.shape:
+                _fail(f"weights of shape {tuple(weights.shape)} do not match ids of shape {tuple(values.shape)}")
+        batches = []
+        device = self.stacks[0].weight.device
+        for s, feats in zip(self.stacks, self.stack_features):
+            gid, seg, gain = [], [], []
+            for slot, f in enumerate(feats):
+                t, k = self.feature_table[f], keys.index(f)
+                offs = offsets[k * batch:(k + 1) * batch + 1]
+                ids = values[offs[0]:offs[-1]]
+                bad = (ids < 0) | (ids >= t.num_embeddings)
+                if bad.any():
+                    _fail(f"feature {f}: id {int(ids[bad][0])} is out of range for table {t.name} "
+                          f"with {t.num_embeddings} rows")
+                bag = torch.repeat_interleave(torch.arange(batch), offs[1:] - offs[:-1])
+                w = weights[offs[0]:offs[-1]].float() if weights is not None else torch.ones(ids.numel())
+                if weights is not None and t.pooling != "sum":
+                    _fail(f"feature {f}: per-sample weights need pooling='sum', table {t.name} pools by {t.pooling!r}")
+                if t.padding_idx is not None:
+                    keep = ids != t.padding_idx
+                    ids, bag, w = ids[keep], bag[keep], w[keep]
+                if t.pooling == "mean":
+                    count = torch.bincount(bag, minlength=batch).clamp_(min=1)
+                    w = w / count[bag]
+                gid.append(ids + s.base[t.name])
+                seg.append(bag + slot * batch)
+                gain.append(w)
+            gid, seg, gain = torch.cat(gid), torch.cat(seg), torch.cat(gain)
+            unique, inverse = torch.unique(gid, return_inverse=True)
+            batches.append(_Batch(unique.to(device), inverse.to(device), seg.to(device),
+                                  gain.to(device, s.weight.dtype), len(feats) * batch))
+        return batches, batch
+
+    def forward(self, kjt):
+        batches, batch = self._prepare(kjt)
+        anchor = self._anchor if torch.is_grad_enabled() else self._anchor.detach()
+        pooled = _FusedLookup.apply(anchor, list(self.stacks), batches)
+        out = {}
+        for p, feats in zip(pooled, self.stack_features):
+            p = p.view(len(feats), batch, -1)
+            for slot, f in enumerate(feats):
+                out[f] = p[slot]
+        return {f: out[f] for f in self.features}
