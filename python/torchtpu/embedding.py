@@ -84,6 +84,14 @@ class KeyedJagged:
         return self.weights_
 
 
+def _bucket(n):
+    """n rounded up to one of eight sizes per power of two (at least 64): at most 12.5% padding."""
+    if n <= 64:
+        return 64
+    step = 1 << (n.bit_length() - 4)
+    return -(-n // step) * step
+
+
 def _fail(msg):
     raise ValueError(f"FusedEmbeddingBagCollection: {msg}")
 
@@ -138,7 +146,10 @@ class _TableStack(nn.Module):
         for t in tables:
             self.base[t.name] = rows
             rows += t.num_embeddings
-        weight = torch.empty(rows, dim, dtype=dtype)
+        # One more row: the scratch row that padding slots point at (see _bucket).
+        self.scratch = rows
+        rows += 1
+        weight = torch.zeros(rows, dim, dtype=dtype)
         for t in tables:
             bound = math.sqrt(1.0 / t.num_embeddings)
             weight[self.base[t.name]:self.base[t.name] + t.num_embeddings].uniform_(-bound, bound)
@@ -300,6 +311,13 @@ class FusedEmbeddingBagCollection(nn.Module):
                 gain.append(w)
             gid, seg, gain = torch.cat(gid), torch.cat(seg), torch.cat(gain)
             unique, inverse = torch.unique(gid, return_inverse=True)
+            # Padded to fixed sizes so that the device sees few distinct shapes: padding ids have
+            # gain 0, and padding unique slots name the scratch row (updated by zero gradients).
+            pad_n, pad_u = _bucket(gid.numel()) - gid.numel(), _bucket(unique.numel()) - unique.numel()
+            unique = torch.cat([unique, torch.full((pad_u,), s.scratch, dtype=torch.long)])
+            inverse = torch.cat([inverse, torch.zeros(pad_n, dtype=torch.long)])
+            seg = torch.cat([seg, torch.zeros(pad_n, dtype=torch.long)])
+            gain = torch.cat([gain, torch.zeros(pad_n)])
             batches.append(_Batch(unique.to(device), inverse.to(device), seg.to(device),
                                   gain.to(device, s.weight.dtype), len(feats) * batch))
         return batches, batch
