@@ -125,9 +125,11 @@ def _host_offsets(kjt, n):
 
 @dataclass
 class _Batch:
-    """One stack's part of a batch, prepared on the host and uploaded: ``unique`` rows of the
-    stack, ``inverse`` (each id's position in unique), ``segment`` (each id's bag) and ``gain``
-    (each id's factor in its bag's sum); ``bags`` is the number of pooled outputs."""
+    """One stack's part of a batch, prepared on the host and uploaded: ``ids`` (rows of the
+    stack), ``unique`` (its distinct rows), ``inverse`` (each id's position in unique),
+    ``segment`` (each id's bag) and ``gain`` (each id's factor in its bag's sum); ``bags`` is
+    the number of pooled outputs."""
+    ids: torch.Tensor
     unique: torch.Tensor
     inverse: torch.Tensor
     segment: torch.Tensor
@@ -167,15 +169,15 @@ class _TableStack(nn.Module):
 
     def lookup(self, b: _Batch) -> torch.Tensor:
         """The pooled [bags, dim] rows: gather the unique rows, weight each id, sum per bag."""
-        rows = self.weight.index_select(0, b.unique).index_select(0, b.inverse)
+        rows = self.weight.index_select(0, b.ids).mul_(b.gain.unsqueeze(1))
         pooled = torch.zeros(b.bags, self.dim, dtype=self.weight.dtype, device=self.weight.device)
-        return pooled.index_add_(0, b.segment, rows * b.gain.unsqueeze(1))
+        return pooled.index_add_(0, b.segment, rows)
 
     @torch.no_grad()
     def update(self, b: _Batch, grad: torch.Tensor):
         """Applies the optimizer to the unique rows from the pooled gradient [bags, dim]."""
         g = torch.zeros(b.unique.numel(), self.dim, dtype=grad.dtype, device=grad.device)
-        g.index_add_(0, b.inverse, grad.index_select(0, b.segment) * b.gain.unsqueeze(1))
+        g.index_add_(0, b.inverse, grad.index_select(0, b.segment).mul_(b.gain.unsqueeze(1)))
         self.steps += 1
         u, hp, w = b.unique, self.hp, self.weight
         if self.optimizer == "sgd":
@@ -184,20 +186,21 @@ class _TableStack(nn.Module):
             s = self.state_sum.index_select(0, u).addcmul_(g, g)
             self.state_sum.index_copy_(0, u, s)
             clr = hp["lr"] / (1 + (self.steps - 1) * hp["lr_decay"])
-            w.index_add_(0, u, g / s.sqrt().add_(hp["eps"]), alpha=-clr)
+            w.index_add_(0, u, g.div_(s.sqrt_().add_(hp["eps"])), alpha=-clr)
         elif self.optimizer == "rowwise_adagrad":
             s = self.state_sum.index_select(0, u) + g.pow(2).mean(1)
             self.state_sum.index_copy_(0, u, s)
-            w.index_add_(0, u, g / s.sqrt().add_(hp["eps"]).unsqueeze(1), alpha=-hp["lr"])
+            w.index_add_(0, u, g.div_(s.sqrt_().add_(hp["eps"]).unsqueeze(1)), alpha=-hp["lr"])
         else:  # adam, lazily: only the touched rows move, as torch.optim.SparseAdam
             b1, b2 = hp["betas"]
             m0, v0 = self.exp_avg.index_select(0, u), self.exp_avg_sq.index_select(0, u)
-            m = m0 + (g - m0) * (1 - b1)
-            v = v0 + (g * g - v0) * (1 - b2)
+            m = g.sub(m0).mul_(1 - b1).add_(m0)
+            v = g.mul_(g).sub_(v0).mul_(1 - b2).add_(v0)
+            del m0, v0
             self.exp_avg.index_copy_(0, u, m)
             self.exp_avg_sq.index_copy_(0, u, v)
             step = hp["lr"] * math.sqrt(1 - b2 ** self.steps) / (1 - b1 ** self.steps)
-            w.index_add_(0, u, m / v.sqrt().add_(hp["eps"]), alpha=-step)
+            w.index_add_(0, u, m.div_(v.sqrt_().add_(hp["eps"])), alpha=-step)
 
 
 class _FusedLookup(torch.autograd.Function):
@@ -309,7 +312,8 @@ class FusedEmbeddingBagCollection(nn.Module):
                 gid.append(ids + s.base[t.name])
                 seg.append(bag + slot * batch)
                 gain.append(w)
-            gid, seg, gain = torch.cat(gid), torch.cat(seg), torch.cat(gain)
+            seg, gain = torch.cat(seg), torch.cat(gain)
+            gid = torch.cat(gid)
             unique, inverse = torch.unique(gid, return_inverse=True)
             # Padded to fixed sizes so that the device sees few distinct shapes: padding ids have
             # gain 0, and padding unique slots name the scratch row (updated by zero gradients).
@@ -318,7 +322,8 @@ class FusedEmbeddingBagCollection(nn.Module):
             inverse = torch.cat([inverse, torch.zeros(pad_n, dtype=torch.long)])
             seg = torch.cat([seg, torch.zeros(pad_n, dtype=torch.long)])
             gain = torch.cat([gain, torch.zeros(pad_n)])
-            batches.append(_Batch(unique.to(device), inverse.to(device), seg.to(device),
+            ids = torch.cat([gid, torch.full((pad_n,), s.scratch, dtype=torch.long)])
+            batches.append(_Batch(ids.to(device), unique.to(device), inverse.to(device), seg.to(device),
                                   gain.to(device, s.weight.dtype), len(feats) * batch))
         return batches, batch
 
