@@ -8,6 +8,7 @@ import sys
 import pytest
 import torch
 
+import torchtpu.embedding
 from conftest import no_fallbacks
 from torchtpu.embedding import EmbeddingBagConfig, FusedEmbeddingBagCollection, KeyedJagged
 
@@ -126,10 +127,12 @@ def test_offsets_and_lengths_agree():
 
 
 @pytest.mark.parametrize("optimizer,state_factor", [("sgd", 0), ("adagrad", 1), ("adam", 2)])
-def test_peak_memory(optimizer, state_factor):
-    """Peak device memory over a step stays within tables + optimizer state + 25%."""
+def test_peak_memory(optimizer, state_factor, monkeypatch):
+    """Peak device memory over a step stays within tables + optimizer state + 25%, at DLRM's
+    proportions scaled down: tables about 30x the ids of a batch, chunks of 8192 ids."""
     torch.tpu.set_mode("strict")
-    rows = [40_000, 30_000, 20_000]
+    monkeypatch.setattr(torchtpu.embedding, "CHUNK", 8192)
+    rows = [100_000, 60_000, 40_000]
     hot = [20, 5, 40]
     model = train_dlrm.DLRM(rows, dim=32, embeddings="fused", optimizer=optimizer, device="tpu", bottom=(16,), top=(16,))
     opts = model.make_optimizers()
@@ -138,7 +141,7 @@ def test_peak_memory(optimizer, state_factor):
     torch.tpu.synchronize()
     torch.tpu.reset_peak_memory_stats()
     for _ in range(2):
-        dense, kjt, labels = train_dlrm.synthetic_batch(gen, rows, 256, hot=hot)
+        dense, kjt, labels = train_dlrm.synthetic_batch(gen, rows, 512, hot=hot)
         train_dlrm.train_step(model, opts, dense.to("tpu"), kjt, labels.to("tpu"))
     torch.tpu.synchronize()
     peak = torch.tpu.max_memory_allocated()

@@ -14,12 +14,14 @@ How a step runs:
    and the ids of every table of one embedding dim are deduplicated together: tables of the
    same dim are stacked into one device buffer, so a whole batch is one gather, one segment
    sum and one scatter.
-2. On the device, ``_TableStack.lookup`` gathers the unique rows and combines them per bag;
+2. On the device, ``_TableStack.lookup`` gathers the rows and combines them per bag;
    ``_TableStack.update`` (in the backward) turns the pooled gradient into one gradient row
-   per unique id and applies the optimizer to those rows.
+   per distinct id and applies the optimizer to those rows. Both work through the ids in
+   chunks of whole distinct rows (``CHUNK`` ids each, padded to a few fixed sizes), so the
+   batch-sized temporaries stay small next to the tables.
 
-``lookup`` and ``update`` take the host-prepared ``_Batch`` (unique ids, inverse map, segment
-ids, gains: the CSR-wrapped COO input of SparseCore kernels). They are the one interface a
+``lookup`` and ``update`` take the host-prepared ``_Batch`` (distinct ids, inverse map,
+segment ids, gains: the CSR-wrapped COO input of SparseCore kernels). They are the one interface a
 SparseCore kernel plugs into; on the XLA CPU plugin (and on CPU) they lower to gathers,
 segment sums and scatter-adds.
 """
@@ -123,18 +125,54 @@ def _host_offsets(kjt, n):
     return torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(lengths, 0)])
 
 
+CHUNK = 32768  # ids per chunk: bounds the batch-sized temporaries on the device
+
+
 @dataclass
 class _Batch:
-    """One stack's part of a batch, prepared on the host and uploaded: ``ids`` (rows of the
-    stack), ``unique`` (its distinct rows), ``inverse`` (each id's position in unique),
-    ``segment`` (each id's bag) and ``gain`` (each id's factor in its bag's sum); ``bags`` is
-    the number of pooled outputs."""
+    """One stack's part of a batch, prepared on the host and uploaded, in K chunks: row k of
+    ``ids``, ``segment``, ``gain`` and ``inverse`` [K, n] holds a chunk's ids (rows of the
+    stack), their bags, their factors in their bag's sum and their positions in row k of
+    ``unique`` [K, u], the chunk's distinct rows. A row of the stack appears in one chunk only,
+    so each chunk's gradient rows are complete; ``bags`` is the number of pooled outputs.
+    Padding slots have gain 0 and name the scratch row."""
     ids: torch.Tensor
     unique: torch.Tensor
     inverse: torch.Tensor
     segment: torch.Tensor
     gain: torch.Tensor
     bags: int
+
+
+def _chunks(gid, seg, gain, scratch, chunk=None):
+    """Splits ids into chunks of whole unique rows (about ``chunk`` ids each), padded to
+    bucketed sizes; returns (ids, unique, inverse, segment, gain) as [K, n] / [K, u] tensors."""
+    chunk = chunk or CHUNK
+    unique, inverse, counts = torch.unique(gid, return_inverse=True, return_counts=True)
+    order = torch.argsort(inverse, stable=True)
+    inv, seg, gain, gid = inverse[order], seg[order], gain[order], gid[order]
+    first = torch.cumsum(counts, 0) - counts  # each unique row's first id in sorted order
+    chunk_of_row = first // chunk
+    k = int(chunk_of_row[-1]) + 1 if unique.numel() else 1
+    row_start = torch.full((k,), unique.numel(), dtype=torch.long).scatter_reduce_(
+        0, chunk_of_row, torch.arange(unique.numel()), "amin")
+    id_start = torch.full((k,), gid.numel(), dtype=torch.long).scatter_reduce_(0, chunk_of_row, first, "amin")
+    chunk_of_id = chunk_of_row[inv]
+    id_pos = torch.arange(gid.numel()) - id_start[chunk_of_id]
+    row_pos = torch.arange(unique.numel()) - row_start[chunk_of_row]
+    n = _bucket(int(torch.bincount(chunk_of_id, minlength=k).max()) if gid.numel() else 1)
+    u = _bucket(int(torch.bincount(chunk_of_row, minlength=k).max()) if unique.numel() else 1)
+    out_ids = torch.full((k, n), scratch, dtype=torch.long)
+    out_ids[chunk_of_id, id_pos] = gid
+    out_seg = torch.zeros(k, n, dtype=torch.long)
+    out_seg[chunk_of_id, id_pos] = seg
+    out_gain = torch.zeros(k, n)
+    out_gain[chunk_of_id, id_pos] = gain
+    out_inv = torch.zeros(k, n, dtype=torch.long)
+    out_inv[chunk_of_id, id_pos] = inv - row_start[chunk_of_id]
+    out_unique = torch.full((k, u), scratch, dtype=torch.long)
+    out_unique[chunk_of_row, row_pos] = unique
+    return out_ids, out_unique, out_inv, out_seg, out_gain
 
 
 class _TableStack(nn.Module):
@@ -168,18 +206,25 @@ class _TableStack(nn.Module):
             self.register_buffer("exp_avg_sq", torch.zeros(rows, dim, dtype=dtype, device=device))
 
     def lookup(self, b: _Batch) -> torch.Tensor:
-        """The pooled [bags, dim] rows: gather the unique rows, weight each id, sum per bag."""
-        rows = self.weight.index_select(0, b.ids).mul_(b.gain.unsqueeze(1))
+        """The pooled [bags, dim] rows: per chunk, gather the rows, weight each id, sum per bag."""
         pooled = torch.zeros(b.bags, self.dim, dtype=self.weight.dtype, device=self.weight.device)
-        return pooled.index_add_(0, b.segment, rows)
+        for k in range(b.ids.shape[0]):
+            pooled.index_add_(0, b.segment[k], self.weight.index_select(0, b.ids[k]).mul_(b.gain[k].unsqueeze(1)))
+        return pooled
 
     @torch.no_grad()
     def update(self, b: _Batch, grad: torch.Tensor):
-        """Applies the optimizer to the unique rows from the pooled gradient [bags, dim]."""
-        g = torch.zeros(b.unique.numel(), self.dim, dtype=grad.dtype, device=grad.device)
-        g.index_add_(0, b.inverse, grad.index_select(0, b.segment).mul_(b.gain.unsqueeze(1)))
+        """Applies the optimizer to the touched rows from the pooled gradient [bags, dim], a
+        chunk of whole rows at a time."""
         self.steps += 1
-        u, hp, w = b.unique, self.hp, self.weight
+        for k in range(b.ids.shape[0]):
+            g = torch.zeros(b.unique.shape[1], self.dim, dtype=grad.dtype, device=grad.device)
+            g.index_add_(0, b.inverse[k], grad.index_select(0, b.segment[k]).mul_(b.gain[k].unsqueeze(1)))
+            self._apply(b.unique[k], g)
+
+    def _apply(self, u, g):
+        """One optimizer step for the distinct rows u with gradient rows g."""
+        hp, w = self.hp, self.weight
         if self.optimizer == "sgd":
             w.index_add_(0, u, g, alpha=-hp["lr"])
         elif self.optimizer == "adagrad":
@@ -312,17 +357,7 @@ class FusedEmbeddingBagCollection(nn.Module):
                 gid.append(ids + s.base[t.name])
                 seg.append(bag + slot * batch)
                 gain.append(w)
-            seg, gain = torch.cat(seg), torch.cat(gain)
-            gid = torch.cat(gid)
-            unique, inverse = torch.unique(gid, return_inverse=True)
-            # Padded to fixed sizes so that the device sees few distinct shapes: padding ids have
-            # gain 0, and padding unique slots name the scratch row (updated by zero gradients).
-            pad_n, pad_u = _bucket(gid.numel()) - gid.numel(), _bucket(unique.numel()) - unique.numel()
-            unique = torch.cat([unique, torch.full((pad_u,), s.scratch, dtype=torch.long)])
-            inverse = torch.cat([inverse, torch.zeros(pad_n, dtype=torch.long)])
-            seg = torch.cat([seg, torch.zeros(pad_n, dtype=torch.long)])
-            gain = torch.cat([gain, torch.zeros(pad_n)])
-            ids = torch.cat([gid, torch.full((pad_n,), s.scratch, dtype=torch.long)])
+            ids, unique, inverse, seg, gain = _chunks(torch.cat(gid), torch.cat(seg), torch.cat(gain), s.scratch)
             batches.append(_Batch(ids.to(device), unique.to(device), inverse.to(device), seg.to(device),
                                   gain.to(device, s.weight.dtype), len(feats) * batch))
         return batches, batch
