@@ -145,34 +145,32 @@ class _Batch:
 
 
 def _chunks(gid, seg, gain, scratch, chunk=None):
-    """Splits ids into chunks of whole unique rows (about ``chunk`` ids each), padded to
+    """Splits ids into chunks of whole distinct rows (about ``chunk`` ids each), padded to
     bucketed sizes; returns (ids, unique, inverse, segment, gain) as [K, n] / [K, u] tensors."""
     chunk = chunk or CHUNK
-    unique, inverse, counts = torch.unique(gid, return_inverse=True, return_counts=True)
-    order = torch.argsort(inverse, stable=True)
-    inv, seg, gain, gid = inverse[order], seg[order], gain[order], gid[order]
-    first = torch.cumsum(counts, 0) - counts  # each unique row's first id in sorted order
+    gid, order = torch.sort(gid, stable=True)  # the ids of one row become neighbours
+    seg, gain = seg[order], gain[order]
+    unique, counts = torch.unique_consecutive(gid, return_counts=True)
+    inv = torch.repeat_interleave(torch.arange(unique.numel()), counts)
+    first = torch.cumsum(counts, 0) - counts  # each distinct row's first id
     chunk_of_row = first // chunk
     k = int(chunk_of_row[-1]) + 1 if unique.numel() else 1
-    row_start = torch.full((k,), unique.numel(), dtype=torch.long).scatter_reduce_(
-        0, chunk_of_row, torch.arange(unique.numel()), "amin")
-    id_start = torch.full((k,), gid.numel(), dtype=torch.long).scatter_reduce_(0, chunk_of_row, first, "amin")
+    row_start = torch.searchsorted(chunk_of_row, torch.arange(k))
+    id_start = torch.cat([first, torch.tensor([gid.numel()])])[row_start]
+    row_count = torch.diff(torch.cat([row_start, torch.tensor([unique.numel()])]))
+    id_count = torch.diff(torch.cat([id_start, torch.tensor([gid.numel()])]))
+    n, u = _bucket(int(id_count.max())), _bucket(int(row_count.max()))
     chunk_of_id = chunk_of_row[inv]
-    id_pos = torch.arange(gid.numel()) - id_start[chunk_of_id]
-    row_pos = torch.arange(unique.numel()) - row_start[chunk_of_row]
-    n = _bucket(int(torch.bincount(chunk_of_id, minlength=k).max()) if gid.numel() else 1)
-    u = _bucket(int(torch.bincount(chunk_of_row, minlength=k).max()) if unique.numel() else 1)
-    out_ids = torch.full((k, n), scratch, dtype=torch.long)
-    out_ids[chunk_of_id, id_pos] = gid
-    out_seg = torch.zeros(k, n, dtype=torch.long)
-    out_seg[chunk_of_id, id_pos] = seg
-    out_gain = torch.zeros(k, n)
-    out_gain[chunk_of_id, id_pos] = gain
-    out_inv = torch.zeros(k, n, dtype=torch.long)
-    out_inv[chunk_of_id, id_pos] = inv - row_start[chunk_of_id]
-    out_unique = torch.full((k, u), scratch, dtype=torch.long)
-    out_unique[chunk_of_row, row_pos] = unique
-    return out_ids, out_unique, out_inv, out_seg, out_gain
+    at = chunk_of_id * n + torch.arange(gid.numel()) - id_start[chunk_of_id]
+    row_at = chunk_of_row * u + torch.arange(unique.numel()) - row_start[chunk_of_row]
+
+    def place(values, fill, width, where, dtype):
+        out = torch.full((k * width,), fill, dtype=dtype)
+        return out.index_copy_(0, where, values.to(dtype)).view(k, width)
+
+    return (place(gid, scratch, n, at, torch.long), place(unique, scratch, u, row_at, torch.long),
+            place(inv - row_start[chunk_of_id], 0, n, at, torch.long), place(seg, 0, n, at, torch.long),
+            place(gain, 0, n, at, torch.float32))
 
 
 class _TableStack(nn.Module):
@@ -334,6 +332,7 @@ class FusedEmbeddingBagCollection(nn.Module):
                 _fail(f"weights of shape {tuple(weights.shape)} do not match ids of shape {tuple(values.shape)}")
         batches = []
         device = self.stacks[0].weight.device
+        bag_of = torch.repeat_interleave(torch.arange(offsets.numel() - 1), offsets[1:] - offsets[:-1])
         for s, feats in zip(self.stacks, self.stack_features):
             gid, seg, gain = [], [], []
             for slot, f in enumerate(feats):
@@ -344,7 +343,7 @@ class FusedEmbeddingBagCollection(nn.Module):
                 if bad.any():
                     _fail(f"feature {f}: id {int(ids[bad][0])} is out of range for table {t.name} "
                           f"with {t.num_embeddings} rows")
-                bag = torch.repeat_interleave(torch.arange(batch), offs[1:] - offs[:-1])
+                bag = bag_of[offs[0]:offs[-1]] - k * batch
                 w = weights[offs[0]:offs[-1]].float() if weights is not None else torch.ones(ids.numel())
                 if weights is not None and t.pooling != "sum":
                     _fail(f"feature {f}: per-sample weights need pooling='sum', table {t.name} pools by {t.pooling!r}")
