@@ -131,3 +131,22 @@ def test_embedding_bad_ids(mode):
         with pytest.raises((RuntimeError, IndexError), match="index out of range"):
             emb(torch.tensor(ids, device="tpu"))
     torch.testing.assert_close(emb.weight.detach().cpu(), before, rtol=0, atol=0)
+
+
+def test_uploaded_ids_need_no_sync():
+    """Ids copied from the host are checked against their known range without a device read, so
+    in fused mode lookups stay in one graph; an id changed on the device is still checked."""
+    torch.tpu.set_mode("fused")
+    try:
+        w = torch.randn(10, 3)
+        wt, ids = w.to("tpu"), torch.tensor([1, 9, 4]).to("tpu")
+        torch.tpu.synchronize()
+        before = torch.tpu.metrics()["executions"]
+        out = wt.index_select(0, ids) + wt.index_select(0, ids).sin()
+        assert torch.tpu.metrics()["executions"] == before
+        torch.testing.assert_close(out.cpu(), w[[1, 9, 4]] + w[[1, 9, 4]].sin())
+        ids.add_(1)  # now holds 10: out of range, known only on the device
+        with pytest.raises(RuntimeError, match="index out of range"):
+            wt.index_select(0, ids)
+    finally:
+        torch.tpu.set_mode("strict")
