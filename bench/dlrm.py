@@ -3,7 +3,7 @@ at --rows, Adagrad) on CPU eager with dense and sparse gradients, and on tpu wit
 sparse gradients and the fused embedding path. Prints samples/s (median of rounds) and, on tpu,
 peak device memory next to tables + optimizer state. Each configuration runs in its own process.
 
-    python bench/dlrm.py [--batch 2048] [--rows 100000] [--rounds 3] [--steps 3] [--only tpu-fused]
+    python bench/dlrm.py [--batch 2048] [--rows 100000] [--rounds 3] [--steps 3] [--only tpu-fused] [--chunk N]
 """
 import argparse
 import json
@@ -25,7 +25,7 @@ def one(a):
         torch.tpu.set_mode(a.mode)
     torch.manual_seed(0)
     rows = [min(r, a.rows) for r in train_dlrm.MLPERF_ROWS]
-    model = train_dlrm.DLRM(rows, a.dim, kind, "adagrad", 0.01, device)
+    model = train_dlrm.DLRM(rows, a.dim, kind, "adagrad", 0.01, device, chunk=a.chunk)
     model.init_tables(0)
     opts = model.make_optimizers()
     gen = torch.Generator().manual_seed(1)
@@ -69,6 +69,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=3, help="steps per round")
     ap.add_argument("--mode", default="fused", help="tpu mode")
+    ap.add_argument("--chunk", type=int, default=None, help="ids per chunk of the fused path (default: its own)")
     ap.add_argument("--only", action="append", choices=CONFIGS)
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per configuration")
@@ -78,7 +79,8 @@ def main():
     results = {}
     for c in a.only or CONFIGS:
         cmd = [sys.executable, __file__, "--one", c, "--batch", str(a.batch), "--rows", str(a.rows), "--dim", str(a.dim),
-               "--rounds", str(a.rounds), "--steps", str(a.steps), "--mode", a.mode]
+               "--rounds", str(a.rounds), "--steps", str(a.steps), "--mode", a.mode] + (
+                   ["--chunk", str(a.chunk)] if a.chunk else [])
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
             line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]

@@ -56,7 +56,7 @@ class Embeddings(nn.Module):
 
 class DLRM(nn.Module):
     def __init__(self, rows, dim=64, embeddings="sparse", optimizer="adagrad", lr=0.01, device="cpu",
-                 pooling="sum", padding_idx=None, bottom=(512, 256), top=(512, 256)):
+                 pooling="sum", padding_idx=None, bottom=(512, 256), top=(512, 256), chunk=None):
         super().__init__()
         self.features = [f"f{i}" for i in range(len(rows))]
         self.bottom = mlp([DENSE, *bottom, dim]).to(device)
@@ -67,7 +67,7 @@ class DLRM(nn.Module):
         if embeddings == "fused":
             tables = [EmbeddingBagConfig(f"t{i}", r, dim, [f], pooling, padding_idx)
                       for i, (r, f) in enumerate(zip(rows, self.features))]
-            self.emb = FusedEmbeddingBagCollection(tables, optimizer, {"lr": lr}, device=device)
+            self.emb = FusedEmbeddingBagCollection(tables, optimizer, {"lr": lr}, device=device, chunk=chunk)
         else:
             self.emb = Embeddings(rows, dim, embeddings == "sparse", pooling, padding_idx).to(device)
         self.kind, self.optimizer, self.lr = embeddings, optimizer, lr
@@ -131,6 +131,11 @@ def train_step(model, opts, dense, kjt, labels):
     return loss
 
 
+def sync(device):
+    if torch.device(device).type != "cpu":
+        torch.accelerator.synchronize()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="tpu")
@@ -155,14 +160,14 @@ def main():
     warm, t0 = 2, None
     for step in range(a.steps):
         if step == warm:
-            torch.accelerator.synchronize() if a.device != "cpu" else None
+            sync(a.device)
             t0 = time.perf_counter()
         dense, kjt, labels = synthetic_batch(gen, rows, a.batch)
         loss = train_step(model, opts, dense.to(a.device), kjt, labels.to(a.device))
         if step % 10 == 0 or step == a.steps - 1:
             print(f"step {step:4d}  loss {loss.item():.4f}")
     if t0 is not None:
-        torch.accelerator.synchronize() if a.device != "cpu" else None
+        sync(a.device)
         rate = (a.steps - warm) * a.batch / (time.perf_counter() - t0)
         print(f"{a.device} {a.embeddings}: {rate:.0f} samples/s")
 

@@ -279,11 +279,13 @@ class FusedEmbeddingBagCollection(nn.Module):
     ``tables`` is a list of ``EmbeddingBagConfig``; ``optimizer`` one of "sgd", "adagrad",
     "adam" (lazy, as SparseAdam), "rowwise_adagrad" or the matching ``torch.optim`` class, with
     ``optimizer_kwargs`` (lr, eps, betas, lr_decay, initial_accumulator_value as torch names
-    them). ``forward(kjt)`` returns {feature: [batch, dim]} in the tables' feature order. The
+    them). ``chunk`` is the number of ids per device chunk (default ``CHUNK``): smaller chunks
+    keep less batch-sized memory, larger ones launch fewer scatters. ``forward(kjt)`` returns {feature: [batch, dim]} in the tables' feature order. The
     tables are parameters with ``requires_grad=False``: ``weight(name)`` is a view of one."""
 
-    def __init__(self, tables, optimizer="sgd", optimizer_kwargs=None, device="tpu", dtype=torch.float32):
+    def __init__(self, tables, optimizer="sgd", optimizer_kwargs=None, device="tpu", dtype=torch.float32, chunk=None):
         super().__init__()
+        self.chunk = chunk
         name = _optimizer_name(optimizer)
         kwargs = dict(OPTIMIZERS[name])
         unknown = set(optimizer_kwargs or {}) - set(kwargs)
@@ -366,7 +368,8 @@ class FusedEmbeddingBagCollection(nn.Module):
                 gid.append(ids + s.base[t.name])
                 seg.append(bag + slot * batch)
                 gain.append(w)
-            ids, unique, inverse, seg, gain = _chunks(torch.cat(gid), torch.cat(seg), torch.cat(gain), s.scratch)
+            ids, unique, inverse, seg, gain = _chunks(torch.cat(gid), torch.cat(seg), torch.cat(gain), s.scratch,
+                                                 self.chunk)
             batches.append(_Batch(ids.to(device), unique.to(device), inverse.to(device), seg.to(device),
                                   gain.to(device, s.weight.dtype), len(feats) * batch))
         return batches, batch
