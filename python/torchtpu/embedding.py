@@ -12,8 +12,8 @@ How a step runs:
 1. On the host, ids are checked (range, offsets, weights), padding ids dropped, each id is
    given its bag (segment) and its gain (1, its per-sample weight, or 1/len for mean pooling),
    and the ids of every table of one embedding dim are deduplicated together: tables of the
-   same dim are stacked into one device buffer, so a whole batch is one gather, one segment
-   sum and one scatter.
+   same dim are stacked into one device buffer, so a batch costs a gather, a segment sum
+   and a scatter per chunk of ids, whatever the number of tables.
 2. On the device, ``_TableStack.lookup`` gathers the rows and combines them per bag;
    ``_TableStack.update`` (in the backward) turns the pooled gradient into one gradient row
    per distinct id and applies the optimizer to those rows. Both work through the ids in
