@@ -86,6 +86,11 @@ func embeddingBag(c *Ctx) ([]*hlo.Value, error) {
 	}
 	n, d := im.Sizes[0], wm.Sizes[1]
 	pad := c.Int(8, -1)
+	if err := c.checkIndices(1, wm.Sizes[0], func(v int64) error {
+		return Errorf("embedding_bag: Expected idx >= 0 && idx < num_embeddings (%d) but found idx to be %d", wm.Sizes[0], v)
+	}); err != nil {
+		return nil, err
+	}
 	segs, bags, err := c.bagSegments(2, n, c.Bool(7, false))
 	if err != nil {
 		return nil, err
@@ -139,61 +144,54 @@ func embeddingBag(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{out, seg, bagSize, maxIdx}, nil
 }
 
-// embeddingBagBackward is aten::_embedding_bag_dense_backward (skip = 0)
-// and aten::_embedding_bag_backward (skip = 1, for its offsets argument at 2): the dense gradient of the weight.
-func embeddingBagBackward(skip int) Fn {
-	return func(c *Ctx) ([]*hlo.Value, error) {
-		at := func(i int) int {
-			if i >= 2 {
-				return i + skip
-			}
-			return i
-		}
-		gm, im := c.Meta(0), c.Meta(1)
-		w := c.Int(at(5), 0)
-		// _embedding_bag_backward also has sparse after mode.
-		mode := c.Int(at(7), bagSum)
-		pswArg, padArg := at(8)+skip, at(9)+skip
-		scale := c.Bool(at(6), false)
-		n, d := im.Numel(), gm.Sizes[1]
-		pad := c.Int(padArg, -1)
-		b := c.B
-		acc := accumElem(gm.DType)
-		zero := full(b, FromElem(acc), []int64{w, d}, 0)
-		if n == 0 {
-			return []*hlo.Value{b.Convert(zero, gm.DType.Elem())}, nil
-		}
-		g := b.Convert(c.T(0), acc)
-		idx := b.Reshape(b.Convert(c.T(1), hlo.S64), n)
-		if mode == bagMax {
-			mi := b.Reshape(c.T(at(4)), gm.Sizes[0]*d)
-			col := b.Reshape(b.Iota(hlo.T(hlo.S64, gm.Sizes[0], d), 1), gm.Sizes[0]*d)
-			valid := b.Compare(hlo.GE, mi, b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), 0), mi.T.Shape))
-			flat := b.Select(valid, b.Add(b.Mul(mi, b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), d), mi.T.Shape)), col),
-				b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), w*d), mi.T.Shape))
-			r := b.ScatterFlat(full(b, FromElem(acc), []int64{w*d + 1}, 0), flat, b.Reshape(g, gm.Sizes[0]*d), addCombine)
-			r = b.Reshape(b.Slice(r, []int64{0}, []int64{w * d}, []int64{1}), w, d)
-			return []*hlo.Value{b.Convert(r, gm.DType.Elem())}, nil
-		}
-		seg := b.Convert(c.T(at(2)), hlo.S64)
-		rows := gatherRows(b, g, seg)
-		if mode == bagMean {
-			cnt := b.Convert(b.GatherFlat(c.T(at(3)), seg), acc)
-			cnt = b.Max(cnt, b.BroadcastTo(b.Scalar(acc, 1), cnt.T.Shape))
-			rows = b.Div(rows, b.BroadcastInDim(cnt, rows.T.Shape, []int64{0}))
-		}
-		if c.Has(pswArg) {
-			rows = b.Mul(rows, b.BroadcastInDim(b.Convert(c.T(pswArg), acc), rows.T.Shape, []int64{0}))
-		}
-		keep := b.Compare(hlo.NE, idx, b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), pad), []int64{n}))
-		rows = b.Select(b.BroadcastInDim(keep, rows.T.Shape, []int64{0}), rows, full(b, FromElem(acc), rows.T.Shape, 0))
-		if scale {
-			counts := b.ScatterFlat(full(b, FromElem(acc), []int64{w}, 0), idx, full(b, FromElem(acc), []int64{n}, 1), addCombine)
-			rows = b.Div(rows, b.BroadcastInDim(b.GatherFlat(counts, idx), rows.T.Shape, []int64{0}))
-		}
-		r := scatterRows(b, zero, idx, rows, addCombine)
+// embeddingBagBackward is aten::_embedding_bag_dense_backward(grad, indices,
+// offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq,
+// mode, per_sample_weights, padding_idx): the dense gradient of the weight.
+// (_embedding_bag_backward is ATen's router, registered by the shim: it
+// comes here for dense gradients and builds sparse ones from dense ops.)
+func embeddingBagBackward(c *Ctx) ([]*hlo.Value, error) {
+	gm, im := c.Meta(0), c.Meta(1)
+	w := c.Int(5, 0)
+	mode := c.Int(7, bagSum)
+	scale := c.Bool(6, false)
+	n, d := im.Numel(), gm.Sizes[1]
+	pad := c.Int(9, -1)
+	b := c.B
+	acc := accumElem(gm.DType)
+	zero := full(b, FromElem(acc), []int64{w, d}, 0)
+	if n == 0 {
+		return []*hlo.Value{b.Convert(zero, gm.DType.Elem())}, nil
+	}
+	g := b.Convert(c.T(0), acc)
+	idx := b.Reshape(b.Convert(c.T(1), hlo.S64), n)
+	if mode == bagMax {
+		mi := b.Reshape(c.T(4), gm.Sizes[0]*d)
+		col := b.Reshape(b.Iota(hlo.T(hlo.S64, gm.Sizes[0], d), 1), gm.Sizes[0]*d)
+		valid := b.Compare(hlo.GE, mi, b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), 0), mi.T.Shape))
+		flat := b.Select(valid, b.Add(b.Mul(mi, b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), d), mi.T.Shape)), col),
+			b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), w*d), mi.T.Shape))
+		r := b.ScatterFlat(full(b, FromElem(acc), []int64{w*d + 1}, 0), flat, b.Reshape(g, gm.Sizes[0]*d), addCombine)
+		r = b.Reshape(b.Slice(r, []int64{0}, []int64{w * d}, []int64{1}), w, d)
 		return []*hlo.Value{b.Convert(r, gm.DType.Elem())}, nil
 	}
+	seg := b.Convert(c.T(2), hlo.S64)
+	rows := gatherRows(b, g, seg)
+	if mode == bagMean {
+		cnt := b.Convert(b.GatherFlat(c.T(3), seg), acc)
+		cnt = b.Max(cnt, b.BroadcastTo(b.Scalar(acc, 1), cnt.T.Shape))
+		rows = b.Div(rows, b.BroadcastInDim(cnt, rows.T.Shape, []int64{0}))
+	}
+	if c.Has(8) {
+		rows = b.Mul(rows, b.BroadcastInDim(b.Convert(c.T(8), acc), rows.T.Shape, []int64{0}))
+	}
+	keep := b.Compare(hlo.NE, idx, b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), pad), []int64{n}))
+	rows = b.Select(b.BroadcastInDim(keep, rows.T.Shape, []int64{0}), rows, full(b, FromElem(acc), rows.T.Shape, 0))
+	if scale {
+		counts := b.ScatterFlat(full(b, FromElem(acc), []int64{w}, 0), idx, full(b, FromElem(acc), []int64{n}, 1), addCombine)
+		rows = b.Div(rows, b.BroadcastInDim(b.GatherFlat(counts, idx), rows.T.Shape, []int64{0}))
+	}
+	r := scatterRows(b, zero, idx, rows, addCombine)
+	return []*hlo.Value{b.Convert(r, gm.DType.Elem())}, nil
 }
 
 // embeddingBagPSWBackward is aten::_embedding_bag_per_sample_weights_backward
@@ -256,8 +254,7 @@ func init() {
 	def("aten::embedding_renorm", embeddingRenorm, "aten::embedding_renorm.out")
 	def("aten::_embedding_bag", embeddingBag, "aten::_embedding_bag.out")
 	def("aten::_embedding_bag_forward_only", embeddingBag, "aten::_embedding_bag_forward_only.out")
-	def("aten::_embedding_bag_dense_backward", embeddingBagBackward(0), "aten::_embedding_bag_dense_backward.out")
-	def("aten::_embedding_bag_backward", embeddingBagBackward(1))
+	def("aten::_embedding_bag_dense_backward", embeddingBagBackward, "aten::_embedding_bag_dense_backward.out")
 	def("aten::_embedding_bag_per_sample_weights_backward", embeddingBagPSWBackward,
 		"aten::_embedding_bag_per_sample_weights_backward.out")
 }

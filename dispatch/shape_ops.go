@@ -48,10 +48,21 @@ func catRule(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{c.B.Concatenate(int(dim), parts...)}, nil
 }
 
+// rangeReader is a Reader that may know the value range of an integer
+// argument without reading it (indices uploaded from the host).
+type rangeReader interface {
+	IntRange(handle any) (lo, hi int64, ok bool)
+}
+
 // checkIndices reads index argument i to the host and checks 0 <= v < size.
 func (c *Ctx) checkIndices(i int, size int64, msg func(v int64) error) error {
 	if c.NoHostChecks {
 		return nil
+	}
+	if rr, ok := c.R.(rangeReader); ok {
+		if lo, hi, known := rr.IntRange(c.Args[i].Handles[0]); known && lo >= 0 && hi < size {
+			return nil
+		}
 	}
 	vs, err := c.R.Int64s(c.Args[i].Handles[0])
 	if err != nil {

@@ -25,6 +25,7 @@ type Storage struct {
 	shape   []int64        // base shape
 	buf     *pjrt.Buffer   // concrete value, if any
 	pending *hlo.Value     // value in the current graph, if any
+	known   *intRange      // value range of host-written integers, if known
 }
 
 // Engine is one PJRT client and the state of its devices.

@@ -53,7 +53,7 @@ func (e *Engine) setPending(st *Storage, v *hlo.Value) {
 	if st.pending == nil {
 		e.g.pending = append(e.g.pending, st)
 	}
-	st.pending = v
+	st.pending, st.known = v, nil
 }
 
 type scalarKey struct {

@@ -39,6 +39,7 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 		e.dropBuffer(st.buf)
 		st.buf, st.pending = buf, nil
 		st.shaped, st.dtype, st.shape = true, t.DType, append([]int64{}, t.Sizes...)
+		st.known = hostIntRange(src, t.DType)
 		return nil
 	}
 	v := e.g.param(buf, hlo.T(t.DType.Elem(), t.Sizes...))

@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"encoding/binary"
+
+	"torchtpu/dispatch"
+)
+
+// intRange is the smallest and largest value of an int64 or int32 storage
+// whose whole value was last written from the host. Index checks consult it
+// instead of reading the indices back from the device, so ids uploaded once
+// and used by several index ops cost no sync.
+type intRange struct{ lo, hi int64 }
+
+// hostIntRange returns the range of host bytes of dtype d, or nil for other
+// dtypes and empty data.
+func hostIntRange(src []byte, d dispatch.DType) *intRange {
+	size := d.Size()
+	if (d != dispatch.Int64 && d != dispatch.Int32) || len(src) < size {
+		return nil
+	}
+	at := func(i int) int64 {
+		if d == dispatch.Int64 {
+			return int64(binary.LittleEndian.Uint64(src[i:]))
+		}
+		return int64(int32(binary.LittleEndian.Uint32(src[i:])))
+	}
+	r := &intRange{at(0), at(0)}
+	for i := size; i+size <= len(src); i += size {
+		v := at(i)
+		r.lo, r.hi = min(r.lo, v), max(r.hi, v)
+	}
+	return r
+}
+
+// IntRange reports the range of the values of the integer tensor h when the
+// engine knows it without a device read (a view holds a subset of its
+// storage's values).
+func (e *Engine) IntRange(h any) (lo, hi int64, ok bool) {
+	t := h.(*TensorDesc)
+	st, found := e.storages[t.Addr]
+	if !found || st.known == nil || !st.shaped || st.dtype != t.DType {
+		return 0, 0, false
+	}
+	return st.known.lo, st.known.hi, true
+}

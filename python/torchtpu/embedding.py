@@ -1,0 +1,386 @@
+"""Many embedding tables with the optimizer fused into the backward pass (the SparseCore model).
+
+``FusedEmbeddingBagCollection`` holds several pooled embedding tables, takes jagged ids per
+feature in TorchRec's ``KeyedJaggedTensor`` layout (``KeyedJagged`` here, or TorchRec's own
+object: anything with ``keys()``, ``values()`` and ``lengths()`` or ``offsets()``) and returns
+one pooled ``[batch, dim]`` tensor per feature. Its backward applies the optimizer to the rows
+the batch touched, in place, and gives the tables no gradient: no table-sized (or even
+batch-sized sparse) gradient is ever materialized. Dense parameters keep their usual optimizer.
+
+How a step runs:
+
+1. On the host, ids are checked (range, offsets, weights), padding ids dropped, each id is
+   given its bag (segment) and its gain (1, its per-sample weight, or 1/len for mean pooling),
+   and the ids of every table of one embedding dim are deduplicated together: tables of the
+   same dim are stacked into one device buffer, so a batch costs a gather, a segment sum
+   and a scatter per chunk of ids, whatever the number of tables.
+2. On the device, ``_TableStack.lookup`` gathers the rows and combines them per bag;
+   ``_TableStack.update`` (in the backward) turns the pooled gradient into one gradient row
+   per distinct id and applies the optimizer to those rows. Both work through the ids in
+   chunks of whole distinct rows (``CHUNK`` ids each, padded to a few fixed sizes), so the
+   batch-sized temporaries stay small next to the tables.
+
+``lookup`` and ``update`` take the host-prepared ``_Batch`` (distinct ids, inverse map,
+segment ids, gains: the CSR-wrapped COO input of SparseCore kernels). They are the one interface a
+SparseCore kernel plugs into; on the XLA CPU plugin (and on CPU) they lower to gathers,
+segment sums and scatter-adds.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+__all__ = ["EmbeddingBagConfig", "KeyedJagged", "FusedEmbeddingBagCollection"]
+
+OPTIMIZERS = {
+    "sgd": dict(lr=0.01),
+    "adagrad": dict(lr=0.01, lr_decay=0.0, eps=1e-10, initial_accumulator_value=0.0),
+    "adam": dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8),
+    "rowwise_adagrad": dict(lr=0.01, eps=1e-10, initial_accumulator_value=0.0),
+}
+
+
+@dataclass
+class EmbeddingBagConfig:
+    """One table: ``num_embeddings`` rows of ``embedding_dim``, looked up by ``feature_names``;
+    ``pooling`` is "sum" or "mean"; ids equal to ``padding_idx`` are skipped (as in
+    ``nn.EmbeddingBag``)."""
+    name: str
+    num_embeddings: int
+    embedding_dim: int
+    feature_names: list = field(default_factory=list)
+    pooling: str = "sum"
+    padding_idx: int | None = None
+
+
+class KeyedJagged:
+    """TorchRec's KeyedJaggedTensor layout: ``values`` holds the ids of every key, key-major;
+    ``lengths`` ([len(keys) * batch]) or ``offsets`` (its cumulative sum with a leading 0) cut
+    them into bags; ``weights`` (optional) are per-id weights for sum pooling."""
+
+    def __init__(self, keys, values, lengths=None, offsets=None, weights=None):
+        if (lengths is None) == (offsets is None):
+            raise ValueError("KeyedJagged: give exactly one of lengths and offsets")
+        self.keys_, self.values_, self.lengths_, self.offsets_, self.weights_ = list(keys), values, lengths, offsets, weights
+
+    def keys(self):
+        return list(self.keys_)
+
+    def values(self):
+        return self.values_
+
+    def lengths(self):
+        if self.lengths_ is None:
+            return self.offsets_[1:] - self.offsets_[:-1]
+        return self.lengths_
+
+    def offsets(self):
+        if self.offsets_ is None:
+            return torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(self.lengths_.long(), 0)])
+        return self.offsets_
+
+    def weights_or_none(self):
+        return self.weights_
+
+
+def _bucket(n):
+    """n rounded up to one of eight sizes per power of two (at least 64): at most 12.5% padding."""
+    if n <= 64:
+        return 64
+    step = 1 << (n.bit_length() - 4)
+    return -(-n // step) * step
+
+
+def _fail(msg):
+    raise ValueError(f"FusedEmbeddingBagCollection: {msg}")
+
+
+def _host_offsets(kjt, n):
+    """The KJT's offsets as a CPU int64 tensor, checked against n values."""
+    lengths = getattr(kjt, "lengths_", None) if isinstance(kjt, KeyedJagged) else None
+    offsets = getattr(kjt, "offsets_", None) if isinstance(kjt, KeyedJagged) else None
+    if lengths is None and offsets is None:
+        offsets = kjt.offsets()
+    if offsets is not None:
+        offsets = offsets.detach().to("cpu", torch.long)
+        if offsets.dim() != 1 or offsets.numel() < 1:
+            _fail(f"offsets has to be a 1-D tensor with a leading 0, got shape {tuple(offsets.shape)}")
+        if offsets[0] != 0:
+            _fail(f"offsets[0] has to be 0, got {int(offsets[0])}")
+        step = offsets[1:] - offsets[:-1]
+        if (step < 0).any():
+            at = int(torch.nonzero(step < 0)[0]) + 1
+            _fail(f"offsets have to be non-decreasing, got {int(offsets[at])} after {int(offsets[at - 1])} at {at}")
+        if offsets[-1] != n:
+            _fail(f"offsets[-1] has to be the number of ids ({n}), got {int(offsets[-1])}")
+        return offsets
+    lengths = lengths.detach().to("cpu", torch.long)
+    if lengths.dim() != 1 or (lengths < 0).any():
+        _fail("lengths have to be a 1-D tensor of non-negative counts")
+    if int(lengths.sum()) != n:
+        _fail(f"lengths add up to {int(lengths.sum())}, but there are {n} ids")
+    return torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(lengths, 0)])
+
+
+CHUNK = 32768  # ids per chunk: bounds the batch-sized temporaries on the device
+
+
+@dataclass
+class _Batch:
+    """One stack's part of a batch, prepared on the host and uploaded, in K chunks: row k of
+    ``ids``, ``segment``, ``gain`` and ``inverse`` [K, n] holds a chunk's ids (rows of the
+    stack), their bags, their factors in their bag's sum and their positions in row k of
+    ``unique`` [K, u], the chunk's distinct rows. A row of the stack appears in one chunk only,
+    so each chunk's gradient rows are complete; ``bags`` is the number of pooled outputs.
+    Padding slots have gain 0 and name the scratch row."""
+    ids: torch.Tensor
+    unique: torch.Tensor
+    inverse: torch.Tensor
+    segment: torch.Tensor
+    gain: torch.Tensor
+    bags: int
+
+
+def _chunks(gid, seg, gain, scratch, chunk=None):
+    """Splits ids into chunks of whole distinct rows (about ``chunk`` ids each), padded to
+    bucketed sizes; returns (ids, unique, inverse, segment, gain) as [K, n] / [K, u] tensors."""
+    chunk = chunk or CHUNK
+    # The ids of one row become neighbours (int32 sorts several times faster).
+    order = torch.sort(gid.int() if gid.numel() and int(gid.max()) < 2**31 else gid, stable=True)[1]
+    gid, seg, gain = gid[order], seg[order], gain[order]
+    unique, counts = torch.unique_consecutive(gid, return_counts=True)
+    inv = torch.repeat_interleave(torch.arange(unique.numel()), counts)
+    first = torch.cumsum(counts, 0) - counts  # each distinct row's first id
+    chunk_of_row = first // chunk
+    k = int(chunk_of_row[-1]) + 1 if unique.numel() else 1
+    row_start = torch.searchsorted(chunk_of_row, torch.arange(k))
+    id_start = torch.cat([first, torch.tensor([gid.numel()])])[row_start]
+    row_count = torch.diff(torch.cat([row_start, torch.tensor([unique.numel()])]))
+    id_count = torch.diff(torch.cat([id_start, torch.tensor([gid.numel()])]))
+    n, u = _bucket(int(id_count.max())), _bucket(int(row_count.max()))
+    chunk_of_id = chunk_of_row[inv]
+    at = chunk_of_id * n + torch.arange(gid.numel()) - id_start[chunk_of_id]
+    row_at = chunk_of_row * u + torch.arange(unique.numel()) - row_start[chunk_of_row]
+
+    def place(values, fill, width, where, dtype):
+        out = torch.full((k * width,), fill, dtype=dtype)
+        return out.index_copy_(0, where, values.to(dtype)).view(k, width)
+
+    return (place(gid, scratch, n, at, torch.long), place(unique, scratch, u, row_at, torch.long),
+            place(inv - row_start[chunk_of_id], 0, n, at, torch.long), place(seg, 0, n, at, torch.long),
+            place(gain, 0, n, at, torch.float32))
+
+
+class _TableStack(nn.Module):
+    """Tables of one embedding dim stacked into one [rows, dim] buffer, with their optimizer state."""
+
+    def __init__(self, tables, dim, optimizer, kwargs, device, dtype):
+        super().__init__()
+        self.dim = dim
+        self.base = {}
+        rows = 0
+        for t in tables:
+            self.base[t.name] = rows
+            rows += t.num_embeddings
+        # One more row: the scratch row that padding slots point at (see _bucket).
+        self.scratch = rows
+        rows += 1
+        weight = torch.zeros(rows, dim, dtype=dtype)
+        for t in tables:
+            bound = math.sqrt(1.0 / t.num_embeddings)
+            weight[self.base[t.name]:self.base[t.name] + t.num_embeddings].uniform_(-bound, bound)
+        self.weight = nn.Parameter(weight.to(device), requires_grad=False)
+        self.optimizer, self.hp = optimizer, kwargs
+        self.steps = 0
+        init = kwargs.get("initial_accumulator_value", 0.0)
+        if optimizer == "adagrad":
+            self.register_buffer("state_sum", torch.full((rows, dim), init, dtype=dtype, device=device))
+        elif optimizer == "rowwise_adagrad":
+            self.register_buffer("state_sum", torch.full((rows,), init, dtype=dtype, device=device))
+        elif optimizer == "adam":
+            self.register_buffer("exp_avg", torch.zeros(rows, dim, dtype=dtype, device=device))
+            self.register_buffer("exp_avg_sq", torch.zeros(rows, dim, dtype=dtype, device=device))
+
+    def lookup(self, b: _Batch) -> torch.Tensor:
+        """The pooled [bags, dim] rows: per chunk, gather the rows, weight each id, sum per bag."""
+        pooled = torch.zeros(b.bags, self.dim, dtype=self.weight.dtype, device=self.weight.device)
+        for k in range(b.ids.shape[0]):
+            pooled.index_add_(0, b.segment[k], self.weight.index_select(0, b.ids[k]).mul_(b.gain[k].unsqueeze(1)))
+        return pooled
+
+    @torch.no_grad()
+    def update(self, b: _Batch, grad: torch.Tensor):
+        """Applies the optimizer to the touched rows from the pooled gradient [bags, dim], a
+        chunk of whole rows at a time."""
+        self.steps += 1
+        for k in range(b.ids.shape[0]):
+            g = torch.zeros(b.unique.shape[1], self.dim, dtype=grad.dtype, device=grad.device)
+            g.index_add_(0, b.inverse[k], grad.index_select(0, b.segment[k]).mul_(b.gain[k].unsqueeze(1)))
+            self._apply(b.unique[k], g)
+
+    def _apply(self, u, g):
+        """One optimizer step for the distinct rows u with gradient rows g."""
+        hp, w = self.hp, self.weight
+        if self.optimizer == "sgd":
+            w.index_add_(0, u, g, alpha=-hp["lr"])
+        elif self.optimizer == "adagrad":
+            s = self.state_sum.index_select(0, u).addcmul_(g, g)
+            self.state_sum.index_copy_(0, u, s)
+            clr = hp["lr"] / (1 + (self.steps - 1) * hp["lr_decay"])
+            w.index_add_(0, u, g.div_(s.sqrt_().add_(hp["eps"])), alpha=-clr)
+        elif self.optimizer == "rowwise_adagrad":
+            s = self.state_sum.index_select(0, u) + g.pow(2).mean(1)
+            self.state_sum.index_copy_(0, u, s)
+            w.index_add_(0, u, g.div_(s.sqrt_().add_(hp["eps"]).unsqueeze(1)), alpha=-hp["lr"])
+        else:  # adam, lazily: only the touched rows move, as torch.optim.SparseAdam
+            b1, b2 = hp["betas"]
+            m0, v0 = self.exp_avg.index_select(0, u), self.exp_avg_sq.index_select(0, u)
+            m = g.sub(m0).mul_(1 - b1).add_(m0)
+            v = g.mul_(g).sub_(v0).mul_(1 - b2).add_(v0)
+            del m0, v0
+            self.exp_avg.index_copy_(0, u, m)
+            self.exp_avg_sq.index_copy_(0, u, v)
+            step = hp["lr"] * math.sqrt(1 - b2 ** self.steps) / (1 - b1 ** self.steps)
+            w.index_add_(0, u, m.div_(v.sqrt_().add_(hp["eps"])), alpha=-step)
+
+
+class _FusedLookup(torch.autograd.Function):
+    """Pooled lookups of every stack; the backward updates the tables and returns no gradient."""
+
+    @staticmethod
+    def forward(ctx, anchor, stacks, batches):
+        ctx.stacks, ctx.batches = stacks, batches
+        return tuple(s.lookup(b) for s, b in zip(stacks, batches))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        for s, b, g in zip(ctx.stacks, ctx.batches, grads):
+            if g is not None:
+                s.update(b, g)
+        return None, None, None
+
+
+def _optimizer_name(optimizer):
+    names = {torch.optim.SGD: "sgd", torch.optim.Adagrad: "adagrad", torch.optim.Adam: "adam",
+             torch.optim.SparseAdam: "adam"}
+    name = names.get(optimizer, optimizer)
+    if name not in OPTIMIZERS:
+        raise ValueError(f"FusedEmbeddingBagCollection: optimizer has to be one of {sorted(OPTIMIZERS)} "
+                         f"(or torch.optim.SGD, Adagrad, Adam, SparseAdam), got {optimizer!r}")
+    return name
+
+
+class FusedEmbeddingBagCollection(nn.Module):
+    """Pooled embedding tables whose optimizer runs inside the backward pass.
+
+    ``tables`` is a list of ``EmbeddingBagConfig``; ``optimizer`` one of "sgd", "adagrad",
+    "adam" (lazy, as SparseAdam), "rowwise_adagrad" or the matching ``torch.optim`` class, with
+    ``optimizer_kwargs`` (lr, eps, betas, lr_decay, initial_accumulator_value as torch names
+    them). ``chunk`` is the number of ids per device chunk (default ``CHUNK``): smaller chunks
+    keep less batch-sized memory, larger ones launch fewer scatters. ``forward(kjt)`` returns {feature: [batch, dim]} in the tables' feature order. The
+    tables are parameters with ``requires_grad=False``: ``weight(name)`` is a view of one."""
+
+    def __init__(self, tables, optimizer="sgd", optimizer_kwargs=None, device="tpu", dtype=torch.float32, chunk=None):
+        super().__init__()
+        self.chunk = chunk
+        name = _optimizer_name(optimizer)
+        kwargs = dict(OPTIMIZERS[name])
+        unknown = set(optimizer_kwargs or {}) - set(kwargs)
+        if unknown:
+            raise TypeError(f"FusedEmbeddingBagCollection: {name} takes {sorted(kwargs)}, not {sorted(unknown)}")
+        kwargs.update(optimizer_kwargs or {})
+        self.tables = {t.name: t for t in tables}
+        self.feature_table = {}
+        for t in tables:
+            if t.pooling not in ("sum", "mean"):
+                raise ValueError(f"FusedEmbeddingBagCollection: table {t.name}: pooling has to be 'sum' or 'mean', got {t.pooling!r}")
+            for f in t.feature_names:
+                if f in self.feature_table:
+                    raise ValueError(f"FusedEmbeddingBagCollection: feature {f} belongs to two tables")
+                self.feature_table[f] = t
+        self.features = list(self.feature_table)
+        dims = sorted({t.embedding_dim for t in tables})
+        self.stacks = nn.ModuleList(
+            _TableStack([t for t in tables if t.embedding_dim == d], d, name, kwargs, device, dtype) for d in dims)
+        self.stack_of = {t.name: dims.index(t.embedding_dim) for t in tables}
+        # The features of each stack, in output order.
+        self.stack_features = [[f for f in self.features if self.feature_table[f].embedding_dim == d] for d in dims]
+        self._anchor = torch.empty(0, requires_grad=True)
+
+    def weight(self, table):
+        """The rows of one table: a view into its stack."""
+        t = self.tables[table]
+        s = self.stacks[self.stack_of[table]]
+        return s.weight[s.base[table]:s.base[table] + t.num_embeddings]
+
+    def _prepare(self, kjt):
+        keys = list(kjt.keys())
+        if sorted(keys) != sorted(self.features):
+            _fail(f"the input has keys {keys}, the tables expect features {self.features}")
+        values = kjt.values().detach().to("cpu")
+        if values.dim() != 1 or values.is_floating_point() or values.is_complex():
+            _fail(f"values have to be a 1-D integer tensor of ids, got {values.dtype} of shape {tuple(values.shape)}")
+        values = values.long()
+        offsets = _host_offsets(kjt, values.numel())
+        if (offsets.numel() - 1) % len(keys):
+            _fail(f"{offsets.numel() - 1} bags do not split evenly over {len(keys)} keys")
+        batch = (offsets.numel() - 1) // len(keys)
+        weights = kjt.weights_or_none()
+        if weights is not None:
+            weights = weights.detach().to("cpu")
+            if weights.shape != values.shape:
+                _fail(f"weights of shape {tuple(weights.shape)} do not match ids of shape {tuple(values.shape)}")
+        batches = []
+        device = self.stacks[0].weight.device
+        starts = offsets[::batch].tolist() if batch else [0] * (len(keys) + 1)  # each key's first id, and the end
+        tables = [self.feature_table[f] for f in keys]
+        if weights is not None:
+            for f, t in zip(keys, tables):
+                if t.pooling != "sum":
+                    _fail(f"feature {f}: per-sample weights need pooling='sum', table {t.name} pools by {t.pooling!r}")
+        # One pass checks every id against its table's rows.
+        limit = torch.repeat_interleave(torch.tensor([t.num_embeddings for t in tables]),
+                                        torch.tensor(starts[1:]) - torch.tensor(starts[:-1]))
+        bad = (values < 0) | (values >= limit)
+        if bad.any():
+            at = int(bad.nonzero()[0])
+            k = max(i for i in range(len(keys)) if starts[i] <= at)
+            _fail(f"feature {keys[k]}: id {int(values[at])} is out of range for table {tables[k].name} "
+                  f"with {tables[k].num_embeddings} rows")
+        bag_of = torch.repeat_interleave(torch.arange(offsets.numel() - 1), offsets[1:] - offsets[:-1])
+        gains = weights.float() if weights is not None else torch.ones(values.numel())
+        for s, feats in zip(self.stacks, self.stack_features):
+            gid, seg, gain = [], [], []
+            for slot, f in enumerate(feats):
+                t, k = self.feature_table[f], keys.index(f)
+                ids = values[starts[k]:starts[k + 1]]
+                bag = bag_of[starts[k]:starts[k + 1]] - k * batch
+                w = gains[starts[k]:starts[k + 1]]
+                if t.padding_idx is not None:
+                    keep = ids != t.padding_idx
+                    ids, bag, w = ids[keep], bag[keep], w[keep]
+                if t.pooling == "mean":
+                    count = torch.bincount(bag, minlength=batch).clamp_(min=1)
+                    w = w / count[bag]
+                gid.append(ids + s.base[t.name])
+                seg.append(bag + slot * batch)
+                gain.append(w)
+            ids, unique, inverse, seg, gain = _chunks(torch.cat(gid), torch.cat(seg), torch.cat(gain), s.scratch,
+                                                 self.chunk)
+            batches.append(_Batch(ids.to(device), unique.to(device), inverse.to(device), seg.to(device),
+                                  gain.to(device, s.weight.dtype), len(feats) * batch))
+        return batches, batch
+
+    def forward(self, kjt):
+        batches, batch = self._prepare(kjt)
+        anchor = self._anchor if torch.is_grad_enabled() else self._anchor.detach()
+        pooled = _FusedLookup.apply(anchor, list(self.stacks), batches)
+        out = {}
+        for p, feats in zip(pooled, self.stack_features):
+            p = p.view(len(feats), batch, -1)
+            for slot, f in enumerate(feats):
+                out[f] = p[slot]
+        return {f: out[f] for f in self.features}
