@@ -18,6 +18,9 @@ def _register_with_torch():
         torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
     printing.install()
     step.install()
+    from . import distributed
+
+    distributed.register()
     # Autocast on tpu computes in bfloat16 unless told otherwise (the setting is per thread;
     # this sets it for the thread that imports torchtpu).
     torch.set_autocast_dtype("tpu", torch.bfloat16)

@@ -1,0 +1,35 @@
+"""torch.distributed for tpu tensors: the "tpu_gloo" c10d backend, registered for the tpu device.
+
+`init_process_group()` under torchrun picks it for tpu tensors (as NCCL is picked for CUDA), and
+`init_process_group("cpu:gloo,tpu:tpu_gloo")` adds gloo for CPU tensors. Each rank uses one device:
+`tpu:<LOCAL_RANK % device_count>` (with the default one device per process, `tpu:0`).
+"""
+
+import torch
+
+BACKEND = "tpu_gloo"
+
+
+def _create(store, rank, size, timeout):
+    from .host_backend import HostStagedBackend
+
+    return HostStagedBackend(store, rank, size, timeout)
+
+
+def register():
+    """Register the backend with c10d and make it the default for the tpu device (idempotent)."""
+    if not torch.distributed.is_available():
+        return
+    from torch.distributed import Backend
+
+    if BACKEND in Backend._plugins:
+        return
+    Backend.register_backend(BACKEND, _create, devices=["tpu"])
+
+
+def local_device():
+    """The tpu device of this rank: index LOCAL_RANK modulo the device count."""
+    import os
+
+    n = max(1, torch.tpu.device_count())
+    return torch.device("tpu", int(os.environ.get("LOCAL_RANK", "0")) % n)
