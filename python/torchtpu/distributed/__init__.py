@@ -33,3 +33,16 @@ def local_device():
 
     n = max(1, torch.tpu.device_count())
     return torch.device("tpu", int(os.environ.get("LOCAL_RANK", "0")) % n)
+
+
+def traffic():
+    """What this process has handed to the tpu_gloo backend: {"collectives": n, "bytes": input bytes}."""
+    from .host_backend import traffic as t
+
+    return dict(t)
+
+
+def reset_traffic():
+    from .host_backend import traffic as t
+
+    t.update(collectives=0, bytes=0)

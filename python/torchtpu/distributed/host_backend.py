@@ -22,9 +22,18 @@ _DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.in
            torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128]
 
 
+# traffic counts what this process handed to gloo: collectives issued and their input bytes.
+traffic = {"collectives": 0, "bytes": 0}
+
+
 def _host(t):
     """A host copy of t that gloo may overwrite."""
     return t.detach().to("cpu", copy=True).contiguous()
+
+
+def _count(tensors):
+    traffic["collectives"] += 1
+    traffic["bytes"] += sum(t.numel() * t.element_size() for t in tensors)
 
 
 def _values(done, result):
@@ -148,6 +157,7 @@ class HostStagedBackend(_C10dBackend):
     # -- reductions ------------------------------------------------------------------------
 
     def allreduce(self, tensors, opts):
+        _count(tensors)
         self._agree("allreduce", tensors)
         hosts = [_host(t) for t in tensors]
         op, div = self._op(opts.reduceOp, hosts, "allreduce")
@@ -157,6 +167,7 @@ class HostStagedBackend(_C10dBackend):
                             _Plan(list(zip(tensors, hosts)), tensors, div))
 
     def allreduce_coalesced(self, tensors, opts):
+        _count(tensors)
         hosts = [_host(t) for t in tensors]
         op, div = self._op(opts.reduceOp, hosts, "allreduce_coalesced")
         o = _c10d.AllreduceCoalescedOptions()
@@ -165,6 +176,7 @@ class HostStagedBackend(_C10dBackend):
                             _Plan(list(zip(tensors, hosts)), tensors, div))
 
     def reduce(self, tensors, opts):
+        _count(tensors)
         self._agree("reduce", tensors)
         hosts = [_host(t) for t in tensors]
         op, div = self._op(opts.reduceOp, hosts, "reduce")
@@ -174,6 +186,7 @@ class HostStagedBackend(_C10dBackend):
         return self._launch("reduce", lambda: self._gloo.reduce(hosts, o), _Plan(pairs, tensors, div))
 
     def reduce_scatter(self, outputs, input_lists, opts):
+        _count([t for ts in input_lists for t in ts])
         self._agree("reduce_scatter", list(outputs))
         hosts_in = [[_host(t) for t in ts] for ts in input_lists]
         hosts_out = [_host(t) for t in outputs]
@@ -184,6 +197,7 @@ class HostStagedBackend(_C10dBackend):
                             _Plan(list(zip(outputs, hosts_out)), outputs, div))
 
     def reduce_scatter_single(self, output, input, opts):
+        _count([input])
         self._agree("reduce_scatter_tensor", [output, input])
         host_in, host_out = _host(input), _host(output)
         op, div = self._op(opts.reduceOp, [host_in], "reduce_scatter_tensor")
@@ -199,6 +213,7 @@ class HostStagedBackend(_C10dBackend):
     # -- data movement ---------------------------------------------------------------------
 
     def broadcast(self, tensors, opts):
+        _count(tensors)
         self._agree("broadcast", tensors)
         hosts = [_host(t) for t in tensors]
         o = _c10d.BroadcastOptions()
@@ -207,6 +222,7 @@ class HostStagedBackend(_C10dBackend):
         return self._launch("broadcast", lambda: self._gloo.broadcast(hosts, o), _Plan(pairs, tensors))
 
     def allgather(self, output_lists, inputs, opts):
+        _count(inputs)
         self._agree("allgather", list(inputs))
         hosts_in = [_host(t) for t in inputs]
         hosts_out = [[_host(t) for t in ts] for ts in output_lists]
@@ -219,6 +235,7 @@ class HostStagedBackend(_C10dBackend):
         return self._chain(works, output_lists)
 
     def all_gather_single(self, output, input, opts):
+        _count([input])
         self._agree("all_gather_into_tensor", [output, input])
         host_in, host_out = _host(input), _host(output)
         return self._launch("all_gather_into_tensor",
@@ -230,6 +247,7 @@ class HostStagedBackend(_C10dBackend):
         return self._chain(works, outputs)
 
     def gather(self, output_lists, inputs, opts):
+        _count(inputs)
         hosts_in = [_host(t) for t in inputs]
         hosts_out = [[_host(t) for t in ts] for ts in output_lists]
         o = _c10d.GatherOptions()
@@ -238,6 +256,7 @@ class HostStagedBackend(_C10dBackend):
         return self._launch("gather", lambda: self._gloo.gather(hosts_out, hosts_in, o), _Plan(pairs, output_lists))
 
     def scatter(self, outputs, input_lists, opts):
+        _count([t for ts in input_lists for t in ts])
         hosts_in = [[_host(t) for t in ts] for ts in input_lists]
         hosts_out = [_host(t) for t in outputs]
         o = _c10d.ScatterOptions()
@@ -246,6 +265,7 @@ class HostStagedBackend(_C10dBackend):
                             _Plan(list(zip(outputs, hosts_out)), outputs))
 
     def all_to_all_single(self, output, input, output_splits, input_splits, opts):
+        _count([input])
         host_in, host_out = _host(input), _host(output)
         return self._launch(
             "all_to_all_single",
@@ -254,6 +274,7 @@ class HostStagedBackend(_C10dBackend):
 
     def alltoall(self, outputs, inputs, opts):
         """The list form as one all_to_all_single over the flattened tensors."""
+        _count(inputs)
         if len({t.dtype for t in list(outputs) + list(inputs)}) > 1:
             raise ValueError("tpu_gloo all_to_all: every input and output tensor must have the same dtype")
         host_in = torch.cat([_host(t).reshape(-1) for t in inputs])
@@ -270,6 +291,7 @@ class HostStagedBackend(_C10dBackend):
         return self._launch("barrier", lambda: self._gloo.barrier(_c10d.BarrierOptions()), _Plan([], []))
 
     def send(self, tensors, dst, tag):
+        _count(tensors)
         hosts = [_host(t) for t in tensors]
         return self._launch("send", lambda: self._gloo.send(hosts, dst, tag), _Plan([], tensors))
 
