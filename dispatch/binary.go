@@ -195,7 +195,7 @@ func init() {
 	def("aten::fmod.Tensor", arith(fmodOp, false), "aten::fmod.Tensor_out")
 	def("aten::fmod.Scalar", arith(fmodOp, false), "aten::fmod.Scalar_out")
 	def("aten::pow.Tensor_Tensor", arith(powOp, false), "aten::pow.Tensor_Tensor_out")
-	def("aten::pow.Tensor_Scalar", arith(powOp, false), "aten::pow.Tensor_Scalar_out")
+	def("aten::pow.Tensor_Scalar", powTensorScalar, "aten::pow.Tensor_Scalar_out")
 	def("aten::pow.Scalar", arith(powOp, false), "aten::pow.Scalar_out")
 	def("aten::maximum", arith(maxOp, false))
 	def("aten::minimum", arith(minOp, false))

@@ -29,30 +29,36 @@ type Storage struct {
 
 // Engine is one PJRT client and the state of its devices.
 type Engine struct {
-	mu        sync.Mutex
-	client    *pjrt.Client
-	initErr   error
-	plugin    string
-	addrs     *addressSpace
-	storages  map[uint64]*Storage
-	live      int64
-	liveB     int64
-	g         *graph
-	mode      Mode
-	cache     *compile_cache.LRU
-	disk      *compile_cache.Dir // TORCHTPU_CACHE_DIR, or nil
-	options   []byte
-	scalars   map[scalarKey]*pjrt.Buffer
-	events    []*pjrt.Event // completion events of work that may still run
-	forked    bool
-	m         Metrics
-	fused     int // op count that forces a flush in fused mode
-	warned    map[string]bool
-	cur       *dispatch.Ctx // the rule running now, if any
-	limit     int64         // device memory limit in bytes
-	curOp     string        // the op being recorded, for error messages
-	pluginID  string        // the plugin identity, a part of every cache key
-	checkNaNs bool          // TORCHTPU_CHECK_NANS=1
+	mu         sync.Mutex
+	client     *pjrt.Client
+	initErr    error
+	plugin     string
+	addrs      *addressSpace
+	storages   map[uint64]*Storage
+	live       int64
+	liveB      int64
+	g          *graph
+	mode       Mode
+	cache      *compile_cache.LRU
+	disk       *compile_cache.Dir // TORCHTPU_CACHE_DIR, or nil
+	options    []byte
+	scalars    map[scalarKey]*pjrt.Buffer
+	scalarOf   map[*pjrt.Buffer]scalarKey // the inverse of scalars
+	plans      map[hlo.Hash]*opPlan       // the strict fast path (fastpath.go)
+	sigBuf     []byte                     // scratch for opSignature
+	lastProg   string                     // the cache key of the program flush launched last
+	events     []*pjrt.Event              // completion events of work that may still run
+	forked     bool
+	m          Metrics
+	fused      int // op count that forces a flush in fused mode
+	warned     map[string]bool
+	cur        *dispatch.Ctx // the rule running now, if any
+	limit      int64         // device memory limit in bytes
+	curOp      string        // the op being recorded, for error messages
+	pluginID   string        // the plugin identity, a part of every cache key
+	checkNaNs  bool          // TORCHTPU_CHECK_NANS=1
+	noDonate   bool          // TORCHTPU_DONATE=0
+	dumpWarned bool          // TORCHTPU_DUMP_DIR could not be written
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.
@@ -69,6 +75,8 @@ func New() *Engine {
 		storages: map[uint64]*Storage{},
 		cache:    compile_cache.NewLRU(4096),
 		scalars:  map[scalarKey]*pjrt.Buffer{},
+		scalarOf: map[*pjrt.Buffer]scalarKey{},
+		plans:    map[hlo.Hash]*opPlan{},
 		mode:     ModeStrict,
 		fused:    20000,
 		initErr:  errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),
@@ -76,6 +84,7 @@ func New() *Engine {
 	e.m.Fallbacks = map[string]int64{}
 	e.limit = memoryLimit()
 	e.checkNaNs = os.Getenv("TORCHTPU_CHECK_NANS") == "1"
+	e.noDonate = os.Getenv("TORCHTPU_DONATE") == "0"
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
 	}

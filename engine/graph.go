@@ -1,14 +1,10 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
-	"time"
 
-	"torchtpu/compile_cache"
 	"torchtpu/hlo"
 	"torchtpu/pjrt"
 )
@@ -40,6 +36,19 @@ func (g *graph) param(b *pjrt.Buffer, t hlo.Type) *hlo.Value {
 	return v
 }
 
+// scalarParam returns a new parameter fed by the cached scalar buffer b.
+// Unlike param it never reuses a position: two numbers that happen to be
+// equal on one step (a learning rate that reaches 0, so 1 - lr*wd equals
+// another 1) must not merge into one input and change the program.
+func (g *graph) scalarParam(b *pjrt.Buffer, t hlo.Type) *hlo.Value {
+	v := g.b.Param(t)
+	g.params = append(g.params, b)
+	if _, ok := g.paramOf[b]; !ok {
+		g.paramOf[b] = v // so that dropBuffer retires it rather than destroying it
+	}
+	return v
+}
+
 // setPending gives st a new pending value.
 func (e *Engine) setPending(st *Storage, v *hlo.Value) {
 	if st.pending == nil {
@@ -55,26 +64,38 @@ type scalarKey struct {
 
 // Scalar returns a rank-0 runtime input holding v: the device buffer for each
 // distinct value is made once and kept, so a changing learning rate neither
-// recompiles nor re-uploads.
+// recompiles nor re-uploads (see constants.go for the policy).
 func (e *Engine) Scalar(v float64, elem hlo.Elem) *hlo.Value {
-	k := scalarKey{elem, math.Float64bits(v)}
-	buf, ok := e.scalars[k]
-	if !ok {
-		if len(e.scalars) >= 4096 {
-			for key, b := range e.scalars {
-				e.dropBuffer(b)
-				delete(e.scalars, key)
-			}
-		}
-		var err error
-		buf, err = e.client.BufferFromHost(encodeScalar(v, elem), pjrtType(elem), nil, 0)
-		if err != nil {
-			panic(fmt.Errorf("uploading a scalar: %w", err))
-		}
-		e.m.H2DBytes += int64(elem.Bits() / 8)
-		e.scalars[k] = buf
+	if embedAllScalars && (v >= 0 || !(elem == hlo.U8 || elem == hlo.U32 || elem == hlo.U64)) {
+		return e.g.b.Scalar(elem, v)
 	}
-	return e.g.param(buf, hlo.T(elem))
+	buf := e.scalarBuffer(scalarKey{elem, math.Float64bits(v)})
+	return e.g.scalarParam(buf, hlo.T(elem))
+}
+
+// scalarBuffer returns the cached device buffer holding the number k,
+// uploading it on first use. The cache is cleared when it passes 4096
+// values (buffers a pending graph reads are destroyed after its launch).
+func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
+	if buf, ok := e.scalars[k]; ok {
+		return buf
+	}
+	if len(e.scalars) >= 4096 {
+		for key, b := range e.scalars {
+			e.dropBuffer(b)
+			delete(e.scalars, key)
+			delete(e.scalarOf, b)
+		}
+	}
+	elem := k.elem
+	buf, err := e.client.BufferFromHost(encodeScalar(math.Float64frombits(k.bits), elem), pjrtType(elem), nil, 0)
+	if err != nil {
+		panic(fmt.Errorf("uploading a scalar: %w", err))
+	}
+	e.m.H2DBytes += int64(elem.Bits() / 8)
+	e.scalars[k] = buf
+	e.scalarOf[buf] = k
+	return buf
 }
 
 // ScalarInt implements dispatch.Reader: an exact integer runtime input.
@@ -102,170 +123,6 @@ func (e *Engine) Int64Tensor(vals []int64, shape []int64) *hlo.Value {
 	e.m.H2DBytes += int64(len(raw))
 	e.g.retired = append(e.g.retired, buf)
 	return e.g.param(buf, hlo.T(hlo.S64, shape...))
-}
-
-// flush lowers the pending graph to one module, compiles it (once per
-// distinct module) and launches it; results replace the storages' values.
-// It returns the buffers of g.extra, which the caller must destroy.
-func (e *Engine) flush() error {
-	_, err := e.flushExtra()
-	return err
-}
-
-func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
-	g := e.g
-	e.g = newGraph()
-	defer func() {
-		for _, b := range g.retired {
-			b.Destroy()
-		}
-	}()
-	var outs []*hlo.Value
-	var dst []*Storage
-	for _, st := range g.pending {
-		if st.pending != nil {
-			outs = append(outs, st.pending)
-			dst = append(dst, st)
-			st.pending = nil
-		}
-	}
-	outs = append(outs, g.extra...)
-	if len(outs) == 0 {
-		return nil, nil
-	}
-	// With TORCHTPU_CHECK_NANS=1 in debug mode, each float or complex output
-	// also yields a flag saying whether it holds a NaN.
-	var nanChecked []*Storage
-	if e.mode == ModeDebug && e.checkNaNs {
-		for i, st := range dst {
-			if st.dtype.IsFloat() || st.dtype.IsComplex() {
-				v := outs[i]
-				isNaN := g.b.Compare(hlo.NE, v, v)
-				dims := make([]int64, v.T.Rank())
-				for i := range dims {
-					dims[i] = int64(i)
-				}
-				outs = append(outs, g.b.Reduce(isNaN, g.b.Scalar(hlo.Pred, 0), hlo.ReduceOr, dims...))
-				nanChecked = append(nanChecked, st)
-			}
-		}
-	}
-	text, used := g.b.Module(outs)
-	exe, err := e.executable(text)
-	if err != nil {
-		return nil, err
-	}
-	args := make([]*pjrt.Buffer, len(used))
-	for i, p := range used {
-		args[i] = g.params[p]
-	}
-	results, ev, err := exe.Execute(args, 0)
-	if err != nil {
-		return nil, fmt.Errorf("torchtpu: executing a graph of %d ops: %w", g.ops, err)
-	}
-	e.m.Executions++
-	for i, st := range dst {
-		e.dropBuffer(st.buf)
-		st.buf = results[i]
-	}
-	// Keep the completion events of work in flight; drop the finished ones.
-	e.events = append(e.events, ev)
-	for len(e.events) > 1 && e.events[0].IsReady() {
-		e.events[0].Destroy()
-		e.events = e.events[1:]
-	}
-	if e.mode == ModeDebug {
-		if err := ev.Await(); err != nil {
-			return nil, fmt.Errorf("torchtpu: a graph of %d ops failed: %w", g.ops, err)
-		}
-	}
-	flags := results[len(results)-len(nanChecked):]
-	results = results[:len(results)-len(nanChecked)]
-	var nanErr error
-	for _, f := range flags {
-		b := make([]byte, 1)
-		if err := f.ToHost(b); err == nil && b[0] != 0 && nanErr == nil {
-			nanErr = &NaNError{Op: e.curOp}
-		}
-		f.Destroy()
-	}
-	if nanErr != nil {
-		for _, b := range results[len(dst):] {
-			b.Destroy()
-		}
-		return nil, nanErr
-	}
-	return results[len(dst):], nil
-}
-
-// executable returns the compiled program for module text, compiling it on a
-// miss. Within a process every key part but the module text is fixed, so the
-// in-memory tier is keyed by the text itself; the full key over all named
-// parts (DESIGN.md) is computed on a miss, where it names the program.
-func (e *Engine) executable(text string) (*pjrt.Executable, error) {
-	if x, ok := e.cache.Get(text); ok {
-		e.m.CacheHits++
-		return x.(*pjrt.Executable), nil
-	}
-	e.m.CacheMisses++
-	key := compile_cache.Key(
-		compile_cache.Part{Name: "module", Value: text},
-		compile_cache.Part{Name: "options", Value: string(e.options)},
-		compile_cache.Part{Name: "plugin", Value: e.pluginID},
-		compile_cache.Part{Name: "version", Value: Version},
-	)
-	if exe := e.loadFromDisk(key); exe != nil {
-		e.m.DiskHits++
-		e.cache.Put(text, exe)
-		return exe, nil
-	}
-	t0 := time.Now()
-	exe, err := e.client.Compile(text, e.options)
-	if err != nil {
-		if os.Getenv("TORCHTPU_DUMP_FAILED") != "" {
-			fmt.Fprintln(os.Stderr, text)
-		}
-		return nil, fmt.Errorf("torchtpu: compiling a graph failed (program %s): %w", key[:16], err)
-	}
-	e.m.CompileSeconds += time.Since(t0).Seconds()
-	e.m.GraphsCompiled++
-	e.cache.Put(text, exe)
-	e.storeToDisk(key, exe)
-	return exe, nil
-}
-
-// loadFromDisk returns the executable stored under key in TORCHTPU_CACHE_DIR,
-// or nil. A corrupt or unloadable entry is a miss plus a warning.
-func (e *Engine) loadFromDisk(key string) *pjrt.Executable {
-	if e.disk == nil {
-		return nil
-	}
-	data, err := e.disk.Load(key)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s is unusable (%v); recompiling\n", key[:16], err)
-		}
-		return nil
-	}
-	exe, err := e.client.DeserializeExecutable(data)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s does not load (%v); recompiling\n", key[:16], err)
-		return nil
-	}
-	return exe
-}
-
-func (e *Engine) storeToDisk(key string, exe *pjrt.Executable) {
-	if e.disk == nil {
-		return
-	}
-	data, err := exe.Serialize()
-	if err == nil {
-		err = e.disk.Store(key, data)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "torchtpu: warning: cannot write compile cache entry %s: %v\n", key[:16], err)
-	}
 }
 
 // Version is the project's version; it is part of every cache key.

@@ -9,8 +9,10 @@ type Metrics struct {
 	CompileSeconds float64          `json:"compile_seconds"`
 	CacheHits      int64            `json:"cache_hits"`
 	CacheMisses    int64            `json:"cache_misses"`
+	FastPathHits   int64            `json:"strict_fast_path_hits"`
 	DiskHits       int64            `json:"disk_cache_hits"`
 	Executions     int64            `json:"executions"`
+	DonatedBuffers int64            `json:"donated_buffers"`
 	H2DBytes       int64            `json:"host_to_device_bytes"`
 	D2HBytes       int64            `json:"device_to_host_bytes"`
 	Fallbacks      map[string]int64 `json:"cpu_fallbacks"`

@@ -11,6 +11,7 @@ type Value struct {
 	node  *node // nil for parameters
 	param int   // parameter index when node is nil
 	b     *Builder
+	h     Hash // a parameter's structural hash
 }
 
 type node struct {
@@ -19,6 +20,7 @@ type node struct {
 	attrs    string   // "{...}" or ""
 	regions  string   // "({...})" or ""
 	results  []*Value // one value per result
+	h        Hash     // structural hash (see Hash)
 }
 
 // Builder records ops for one function and prints them as a module.
@@ -27,6 +29,7 @@ type Builder struct {
 	params  []*Value
 	nodes   []*node
 	counter *int // numbers regions; shared with nested region builders
+	scratch []byte
 }
 
 // NewBuilder returns an empty builder.
@@ -34,7 +37,7 @@ func NewBuilder() *Builder { return &Builder{} }
 
 // Param adds a function parameter of type t.
 func (b *Builder) Param(t Type) *Value {
-	v := &Value{T: t, param: len(b.params), b: b}
+	v := &Value{T: t, param: len(b.params), b: b, h: paramHash(len(b.params), t)}
 	b.params = append(b.params, v)
 	return v
 }
@@ -58,6 +61,7 @@ func (b *Builder) opN(name string, ts []Type, attrs, regions string, operands ..
 	for _, t := range ts {
 		n.results = append(n.results, &Value{T: t, node: n, b: b})
 	}
+	n.h = b.nodeHash(n)
 	b.nodes = append(b.nodes, n)
 	return n.results
 }
@@ -66,6 +70,15 @@ func (b *Builder) opN(name string, ts []Type, attrs, regions string, operands ..
 // that do not contribute to outs are left out, and so are unused parameters;
 // used lists the indices of the parameters the printed function takes, in order.
 func (b *Builder) Module(outs []*Value) (text string, used []int) {
+	return b.ModuleAliased(outs, nil)
+}
+
+// ModuleAliased is Module where aliases maps a parameter's index (in the
+// order parameters were added) to the output that may reuse its buffer: the
+// printed argument carries tf.aliasing_output, so the compiled program
+// donates that input buffer to that result. Pairs of unused parameters or of
+// different types are left out.
+func (b *Builder) ModuleAliased(outs []*Value, aliases map[int]int) (text string, used []int) {
 	live := map[*node]bool{}
 	paramUsed := make([]bool, len(b.params))
 	var mark func(v *Value)
@@ -98,6 +111,9 @@ func (b *Builder) Module(outs []*Value) (text string, used []int) {
 			sb.WriteString(", ")
 		}
 		sb.WriteString(name + ": " + p.T.String())
+		if o, ok := aliases[i]; ok && o < len(outs) && outs[o].T.Equal(p.T) {
+			sb.WriteString(" {tf.aliasing_output = " + strconv.Itoa(o) + " : i32}")
+		}
 		used = append(used, i)
 	}
 	sb.WriteString(") -> (")

@@ -1,0 +1,257 @@
+package engine
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"torchtpu/compile_cache"
+	"torchtpu/hlo"
+	"torchtpu/pjrt"
+)
+
+// program is a compiled graph and the builder positions of the parameters
+// it takes, in order.
+type program struct {
+	exe  *pjrt.Executable
+	used []int
+}
+
+// Destroy implements compile_cache.Entry.
+func (p *program) Destroy() { p.exe.Destroy() }
+
+// flush lowers the pending graph to one module, compiles it (once per
+// distinct module) and launches it; results replace the storages' values.
+func (e *Engine) flush() error {
+	_, err := e.flushExtra()
+	return err
+}
+
+// flushExtra is flush that also returns the buffers of g.extra, which the
+// caller must destroy.
+//
+// The program is found by the graph's structural hash (hlo.Hash), computed as
+// ops were recorded: a repeated step prints no text. Text is rendered only on
+// a miss, to compile or to find the program on disk. A storage the graph
+// overwrites donates its old buffer to its new value when the two have the
+// same type, so parameters and optimizer state update in place.
+func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
+	g := e.g
+	e.g = newGraph()
+	defer func() {
+		for _, b := range g.retired {
+			b.Destroy()
+		}
+	}()
+	var outs []*hlo.Value
+	var dst []*Storage
+	for _, st := range g.pending {
+		if st.pending != nil {
+			outs = append(outs, st.pending)
+			dst = append(dst, st)
+			st.pending = nil
+		}
+	}
+	outs = append(outs, g.extra...)
+	if len(outs) == 0 {
+		return nil, nil
+	}
+	// With TORCHTPU_CHECK_NANS=1 in debug mode, each float or complex output
+	// also yields a flag saying whether it holds a NaN.
+	var nanChecked []*Storage
+	if e.mode == ModeDebug && e.checkNaNs {
+		for i, st := range dst {
+			if st.dtype.IsFloat() || st.dtype.IsComplex() {
+				v := outs[i]
+				isNaN := g.b.Compare(hlo.NE, v, v)
+				dims := make([]int64, v.T.Rank())
+				for i := range dims {
+					dims[i] = int64(i)
+				}
+				outs = append(outs, g.b.Reduce(isNaN, g.b.Scalar(hlo.Pred, 0), hlo.ReduceOr, dims...))
+				nanChecked = append(nanChecked, st)
+			}
+		}
+	}
+	aliases := e.donations(g, dst, outs)
+	prog, err := e.program(g.b, outs, aliases)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]*pjrt.Buffer, len(prog.used))
+	for i, p := range prog.used {
+		args[i] = g.params[p]
+	}
+	results, ev, err := prog.exe.Execute(args, 0)
+	if err != nil {
+		return nil, fmt.Errorf("torchtpu: executing a graph of %d ops: %w", g.ops, err)
+	}
+	e.m.Executions++
+	e.m.DonatedBuffers += int64(len(aliases))
+	for i, st := range dst {
+		e.dropBuffer(st.buf)
+		st.buf = results[i]
+	}
+	// Keep the completion events of work in flight; drop the finished ones.
+	e.events = append(e.events, ev)
+	for len(e.events) > 1 && e.events[0].IsReady() {
+		e.events[0].Destroy()
+		e.events = e.events[1:]
+	}
+	if e.mode == ModeDebug {
+		if err := ev.Await(); err != nil {
+			return nil, fmt.Errorf("torchtpu: a graph of %d ops failed: %w", g.ops, err)
+		}
+	}
+	flags := results[len(results)-len(nanChecked):]
+	results = results[:len(results)-len(nanChecked)]
+	var nanErr error
+	for _, f := range flags {
+		b := make([]byte, 1)
+		if err := f.ToHost(b); err == nil && b[0] != 0 && nanErr == nil {
+			nanErr = &NaNError{Op: e.curOp}
+		}
+		f.Destroy()
+	}
+	if nanErr != nil {
+		for _, b := range results[len(dst):] {
+			b.Destroy()
+		}
+		return nil, nanErr
+	}
+	return results[len(dst):], nil
+}
+
+// donations returns, for each storage in dst whose current buffer is a
+// parameter of g of the same type as its new value, that parameter's index
+// and the output's. The old buffer is dropped after the launch anyway (a
+// storage owns its buffer alone), so the program may write into it.
+// TORCHTPU_DONATE=0 turns donation off.
+func (e *Engine) donations(g *graph, dst []*Storage, outs []*hlo.Value) map[int]int {
+	if e.noDonate {
+		return nil
+	}
+	var aliases map[int]int
+	for i, st := range dst {
+		if st.buf == nil {
+			continue
+		}
+		p, ok := g.paramOf[st.buf]
+		if !ok || !p.T.Equal(outs[i].T) {
+			continue
+		}
+		if aliases == nil {
+			aliases = map[int]int{}
+		}
+		aliases[p.ParamIndex()] = i
+	}
+	return aliases
+}
+
+// program returns the compiled program of the function returning outs,
+// looked up by its structural hash; on a miss the module is printed and
+// found on disk or compiled.
+func (e *Engine) program(b *hlo.Builder, outs []*hlo.Value, aliases map[int]int) (*program, error) {
+	h := b.Key(outs, aliases)
+	var raw [16]byte
+	for i := 0; i < 8; i++ {
+		raw[i], raw[8+i] = byte(h.Lo>>(8*i)), byte(h.Hi>>(8*i))
+	}
+	skey := "s:" + hex.EncodeToString(raw[:])
+	e.lastProg = skey
+	if x, ok := e.cache.Get(skey); ok {
+		e.m.CacheHits++
+		return x.(*program), nil
+	}
+	e.m.CacheMisses++
+	text, used := b.ModuleAliased(outs, aliases)
+	exe, err := e.compileText(text)
+	if err != nil {
+		return nil, err
+	}
+	p := &program{exe: exe, used: used}
+	e.cache.Put(skey, p)
+	return p, nil
+}
+
+// executable returns the compiled program for module text, compiling it on a
+// miss; the in-memory tier is keyed by the text itself.
+func (e *Engine) executable(text string) (*pjrt.Executable, error) {
+	if x, ok := e.cache.Get(text); ok {
+		e.m.CacheHits++
+		return x.(*program).exe, nil
+	}
+	e.m.CacheMisses++
+	exe, err := e.compileText(text)
+	if err != nil {
+		return nil, err
+	}
+	e.cache.Put(text, &program{exe: exe})
+	return exe, nil
+}
+
+// compileText loads the program for module text from disk, or compiles it
+// (and stores it there). The full key over all named parts (DESIGN.md) names
+// the program in both tiers.
+func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
+	key := compile_cache.Key(
+		compile_cache.Part{Name: "module", Value: text},
+		compile_cache.Part{Name: "options", Value: string(e.options)},
+		compile_cache.Part{Name: "plugin", Value: e.pluginID},
+		compile_cache.Part{Name: "version", Value: Version},
+	)
+	if exe := e.loadFromDisk(key); exe != nil {
+		e.m.DiskHits++
+		return exe, nil
+	}
+	e.dumpModule(key, text)
+	t0 := time.Now()
+	exe, err := e.client.Compile(text, e.options)
+	if err != nil {
+		if os.Getenv("TORCHTPU_DUMP_FAILED") != "" {
+			fmt.Fprintln(os.Stderr, text)
+		}
+		return nil, fmt.Errorf("torchtpu: compiling a graph failed (program %s): %w", key[:16], err)
+	}
+	e.m.CompileSeconds += time.Since(t0).Seconds()
+	e.m.GraphsCompiled++
+	e.storeToDisk(key, exe)
+	return exe, nil
+}
+
+// loadFromDisk returns the executable stored under key in TORCHTPU_CACHE_DIR,
+// or nil. A corrupt or unloadable entry is a miss plus a warning.
+func (e *Engine) loadFromDisk(key string) *pjrt.Executable {
+	if e.disk == nil {
+		return nil
+	}
+	data, err := e.disk.Load(key)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s is unusable (%v); recompiling\n", key[:16], err)
+		}
+		return nil
+	}
+	exe, err := e.client.DeserializeExecutable(data)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s does not load (%v); recompiling\n", key[:16], err)
+		return nil
+	}
+	return exe
+}
+
+func (e *Engine) storeToDisk(key string, exe *pjrt.Executable) {
+	if e.disk == nil {
+		return
+	}
+	data, err := exe.Serialize()
+	if err == nil {
+		err = e.disk.Store(key, data)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "torchtpu: warning: cannot write compile cache entry %s: %v\n", key[:16], err)
+	}
+}

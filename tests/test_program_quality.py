@@ -1,0 +1,213 @@
+"""What the engine hands XLA: Python numbers, donation and the structural program cache."""
+import glob
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_dumped(code, dump_dir, extra_env=None):
+    """Runs code in a fresh interpreter with TORCHTPU_DUMP_DIR set; returns the dumped modules."""
+    env = dict(os.environ, TORCHTPU_DUMP_DIR=str(dump_dir), **(extra_env or {}))
+    subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, check=True, timeout=300, cwd=ROOT)
+    return {os.path.basename(p): open(p).read() for p in glob.glob(os.path.join(dump_dir, "*.mlir"))}
+
+
+@pytest.mark.parametrize("exponent", [2, 3, 0.5, -0.5, -1, -2])
+def test_pow_by_a_special_number_lowers_without_power(tmp_path, exponent):
+    modules = run_dumped(f"""
+        import torch
+        x = torch.rand(64, dtype=torch.float32) + 0.5
+        got = (x.to("tpu") ** {exponent}).cpu()
+        torch.testing.assert_close(got, x ** {exponent})
+    """, tmp_path)
+    assert modules, "TORCHTPU_DUMP_DIR received no module"
+    assert not any("stablehlo.power" in m for m in modules.values()), modules
+
+
+def test_pow_by_another_number_keeps_power(tmp_path):
+    modules = run_dumped("""
+        import torch
+        x = torch.rand(64) + 0.5
+        torch.testing.assert_close((x.to("tpu") ** 2.5).cpu(), x ** 2.5)
+    """, tmp_path)
+    assert any("stablehlo.power" in m for m in modules.values())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_special_pow_matches_cpu_in_other_float_dtypes(dtype):
+    x = (torch.rand(257, dtype=torch.float32) * 3 + 0.1).to(dtype)
+    for p in (0, 1, 2, 3, 0.5, -0.5, -1, -2):
+        torch.testing.assert_close((x.to("tpu") ** p).cpu(), x ** p)
+
+
+def test_learning_rate_schedule_compiles_nothing_after_warm_up():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    cpu_model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    cpu_model.load_state_dict(model.state_dict())
+    model = model.to("tpu")
+    x, y = torch.randn(32, 8), torch.randn(32, 1)
+    runs = []
+    for m, dev in ((cpu_model, "cpu"), (model, "tpu")):
+        opt = torch.optim.AdamW(m.parameters(), lr=0.05)
+        # Warm-up from 0, then cosine decay back to exactly 0 at the last step.
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda s: s / 3 if s < 3 else 0.5 * (1 + torch.cos(torch.tensor((s - 3) / 16 * 3.141592653589793)).item()))
+        xs, ys = x.to(dev), y.to(dev)
+        compiled, losses = [], []
+        if dev == "tpu":
+            torch.tpu.set_mode("fused")
+            torch.tpu.reset_metrics()
+        try:
+            for _ in range(20):
+                opt.zero_grad()
+                loss = ((m(xs) - ys) ** 2).mean()
+                loss.backward()
+                opt.step()
+                sched.step()
+                losses.append(loss.item())
+                if dev == "tpu":
+                    compiled.append(torch.tpu.metrics()["graphs_compiled"])
+        finally:
+            if dev == "tpu":
+                torch.tpu.synchronize()
+                torch.tpu.set_mode("strict")
+        runs.append((losses, compiled))
+    (cpu_losses, _), (tpu_losses, compiled) = runs
+    torch.testing.assert_close(torch.tensor(tpu_losses), torch.tensor(cpu_losses), rtol=1e-4, atol=1e-6)
+    # The first step creates AdamW's state (its own program); from the second on, one program serves
+    # every learning rate, 0 included.
+    assert compiled[1:] == [compiled[1]] * 19, compiled
+
+
+def test_donated_parameter_keeps_every_view_correct():
+    def run(dev, donate=True):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).to(dev)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        w = model[0].weight
+        row, col, t = w[3], w[:, 5], w.t()          # views of a parameter that updates in place
+        alias = w.detach()                          # shares the storage
+        x = torch.randn(8, 16).to(dev)
+        for _ in range(4):
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            opt.step()
+        return [v.detach().cpu().clone() for v in (w, row, col, t, alias, model[2].bias)]
+
+    want = run("cpu")
+    torch.tpu.set_mode("fused")
+    try:
+        torch.tpu.reset_metrics()
+        got = run("tpu")
+        donated = torch.tpu.metrics()["donated_buffers"]
+    finally:
+        torch.tpu.synchronize()
+        torch.tpu.set_mode("strict")
+    assert donated > 0
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_no_donation_gives_the_same_parameters(tmp_path):
+    code = """
+        import torch
+        torch.tpu.set_mode("fused")
+        torch.manual_seed(0)
+        m = torch.nn.Linear(8, 8).to("tpu")
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        x = torch.randn(4, 8).to("tpu")
+        for _ in range(3):
+            opt.zero_grad(); m(x).sum().backward(); opt.step()
+        print(repr(m.weight.detach().cpu().flatten().tolist()), torch.tpu.metrics()["donated_buffers"] > 0)
+    """
+    outs = []
+    for donate in ("1", "0"):
+        env = dict(os.environ, TORCHTPU_DONATE=donate)
+        r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, check=True, timeout=300,
+                           capture_output=True, text=True, cwd=ROOT)
+        outs.append(r.stdout.split())
+    assert outs[0][-1] == "True" and outs[1][-1] == "False"
+    assert outs[0][:-1] == outs[1][:-1]
+
+
+def test_repeated_fused_step_hits_the_program_cache():
+    x = torch.randn(64, 64).to("tpu")
+    torch.tpu.set_mode("fused")
+    try:
+        for i in range(4):
+            if i == 1:
+                torch.tpu.reset_metrics()
+            y = torch.relu(x @ x + 1.5).sum(0)
+            y.cpu()
+        m = torch.tpu.metrics()
+    finally:
+        torch.tpu.set_mode("strict")
+    assert m["graphs_compiled"] == 0 and m["cache_hits"] >= 3, m
+
+
+def test_strict_fast_path_replays_with_the_right_values():
+    torch.tpu.set_mode("strict")
+    a, b = torch.randn(5, 6), torch.randn(5, 6)
+    ta, tb = a.to("tpu"), b.to("tpu")
+    torch.tpu.reset_metrics()
+    for i in range(5):
+        # Same signatures every round, new values every round.
+        got = (ta * (i + 0.25) + tb).relu().cpu()
+        torch.testing.assert_close(got, (a * (i + 0.25) + b).relu())
+        ta.add_(tb, alpha=0.5)
+        a.add_(b, alpha=0.5)
+    assert torch.tpu.metrics()["strict_fast_path_hits"] > 0
+    torch.testing.assert_close(ta.cpu(), a)
+
+
+def test_strict_fast_path_respects_aliasing_and_views():
+    x = torch.arange(12.0).reshape(3, 4)
+    y = torch.ones(3, 4)
+    tx, ty = x.clone().to("tpu"), y.to("tpu")
+    for _ in range(3):
+        tx.add_(ty)            # recorded with two storages
+        x.add_(y)
+    for _ in range(3):
+        tx.add_(tx)            # same op, one storage: another signature
+        x.add_(x)
+    col = tx[:, 1]             # a view of the updated storage
+    for _ in range(3):
+        col.mul_(2.0)
+        x[:, 1].mul_(2.0)
+    torch.testing.assert_close(tx.cpu(), x)
+    torch.testing.assert_close(col.cpu(), x[:, 1])
+
+
+def test_strict_fast_path_never_replays_random_draws():
+    torch.manual_seed(0)
+    t = torch.empty(1000, device="tpu")
+    draws = [t.uniform_().cpu().clone() for _ in range(3)]
+    assert not torch.equal(draws[0], draws[1]) and not torch.equal(draws[1], draws[2])
+    torch.manual_seed(0)
+    again = torch.empty(1000, device="tpu").uniform_().cpu()
+    assert torch.equal(again, draws[0])
+
+
+def test_strict_fast_path_checks_memory_limit(tmp_path):
+    code = """
+        import torch
+        x = torch.zeros(1024, device="tpu")           # 4 KiB
+        keep = [x + 1 for _ in range(3)]              # the signature is planned
+        try:
+            keep += [x + 1 for _ in range(100)]
+        except torch.OutOfMemoryError as e:
+            print("OOM", "out of memory" in str(e))
+        print(float((keep[0] + keep[1]).sum()))
+    """
+    env = dict(os.environ, TORCHTPU_MEMORY_LIMIT="40K")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, timeout=300,
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["OOM", "True", "2048.0"], r.stdout
