@@ -27,7 +27,7 @@ c10::DeviceIndex current_device() { return tls_current_device; }
 void set_device(c10::DeviceIndex index) {
   check_not_forked();
   auto n = device_count();
-  TORCH_CHECK(index >= 0 && (index < n || (n == 0 && index == 0)), "torchtpu: invalid device index ", index,
+  TORCH_CHECK(index >= 0 && (index < n || (n == 0 && index == 0)), "torchtpu: invalid device index ", static_cast<int>(index),
               " (", static_cast<int>(n), " tpu devices)");
   tls_current_device = index;
 }

@@ -59,6 +59,7 @@ type Engine struct {
 	checkNaNs  bool          // TORCHTPU_CHECK_NANS=1
 	noDonate   bool          // TORCHTPU_DONATE=0
 	dumpWarned bool          // TORCHTPU_DUMP_DIR could not be written
+	dev        devices       // the device ops record for, and the others' pending state (devices.go)
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.
@@ -116,7 +117,8 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 		return e.initErr
 	}
 	e.addrs, e.client, e.plugin, e.initErr = addrs, c, path, nil
-	e.options = pjrt.DefaultCompileOptions()
+	// With several devices, programs are portable: one executable runs on any of them.
+	e.options = pjrt.CompileOptions(c.DeviceCount() > 1)
 	e.pluginID = e.pluginIdentity()
 	if dir := os.Getenv("TORCHTPU_CACHE_DIR"); dir != "" {
 		d, err := compile_cache.OpenDir(dir)
@@ -207,8 +209,8 @@ func (e *Engine) dropBuffer(b *pjrt.Buffer) {
 	if b == nil {
 		return
 	}
-	if _, used := e.g.paramOf[b]; used {
-		e.g.retired = append(e.g.retired, b)
+	if g := e.graphReading(b); g != nil {
+		g.retired = append(g.retired, b)
 		return
 	}
 	b.Destroy()
@@ -245,7 +247,7 @@ func (e *Engine) MarkStep() error {
 	if err := e.ready(); err != nil {
 		return err
 	}
-	return e.flush()
+	return e.flushAll()
 }
 
 // MemoryAllocated returns the bytes of all live storages.
