@@ -236,3 +236,14 @@ func ttpu_memory_allocated() C.int64_t { return C.int64_t(eng.MemoryAllocated())
 
 //export ttpu_mark_forked
 func ttpu_mark_forked() { eng.MarkForked() }
+
+//export ttpu_all_reduce_devices
+func ttpu_all_reduce_devices(addrs *C.uint64_t, n C.int32_t, op *C.char, err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, func() error {
+		list := make([]uint64, int(n))
+		for i, a := range unsafe.Slice(addrs, int(n)) {
+			list[i] = uint64(a)
+		}
+		return eng.AllReduceDevices(list, C.GoString(op))
+	})
+}

@@ -124,6 +124,11 @@ ttpu_status ttpu_to_host(const ttpu_tensor* src, void* dst, int64_t nbytes, char
 /* ttpu_storage_copy copies the first nbytes of storage src into storage dst (used by resize_). */
 ttpu_status ttpu_storage_copy(uint64_t dst, uint64_t src, int64_t nbytes, char* err, int64_t errlen);
 
+/* ttpu_all_reduce_devices reduces n storages, addrs[i] on device i, with op
+ * ("sum", "product", "min", "max") in one XLA program run on n replicas, and
+ * writes the result into each storage. */
+ttpu_status ttpu_all_reduce_devices(const uint64_t* addrs, int32_t n, const char* op, char* err, int64_t errlen);
+
 /* ttpu_synchronize flushes pending work and waits for the device to finish it. */
 ttpu_status ttpu_synchronize(char* err, int64_t errlen);
 

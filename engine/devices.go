@@ -12,8 +12,9 @@ import (
 // buffers (a program reads buffers on the device it runs on). e.g, e.scalars
 // and e.scalarOf belong to device cur; the others wait in parked.
 type devices struct {
-	cur    int
-	parked map[int]*deviceState
+	cur      int
+	parked   map[int]*deviceState
+	programs map[string]*pjrt.Executable // replicated collective programs by text (collective.go)
 }
 
 // deviceState is one device's pending graph and scalar buffers.
