@@ -29,12 +29,22 @@ def all_reduce_devices(tensors, op="sum"):
         if t.shape != tensors[0].shape or t.dtype != tensors[0].dtype:
             raise ValueError(f"all_reduce_devices: tensor {i} is {list(t.shape)} {t.dtype}, "
                              f"tensor 0 is {list(tensors[0].shape)} {tensors[0].dtype}")
-    # Whole fresh storages: the program replaces each one's value.
-    work = [t.detach().clone(memory_format=torch.contiguous_format) for t in tensors]
+    # The program replaces whole storages: a tensor that is not one is reduced in a copy.
+    work = [t.detach() if _whole(t) else t.detach().clone(memory_format=torch.contiguous_format) for t in tensors]
     addrs = (ctypes.c_uint64 * len(work))(*[w.untyped_storage().data_ptr() for w in work])
     _lib.call("ttpu_all_reduce_devices", addrs, len(work), _OPS[op].encode())
     for t, w in zip(tensors, work):
         if op == "avg":
-            w = w / len(tensors) if w.is_floating_point() else torch.div(w, len(tensors), rounding_mode="trunc")
-        t.copy_(w)
+            if w.is_floating_point():
+                w.div_(len(tensors))
+            else:
+                w.copy_(torch.div(w, len(tensors), rounding_mode="trunc"))
+        if w is not t and w.untyped_storage().data_ptr() != t.untyped_storage().data_ptr():
+            t.copy_(w)
     return tensors
+
+
+def _whole(t):
+    """Whether t is exactly its storage: contiguous, at offset 0, covering every byte."""
+    return (t.is_contiguous() and t.storage_offset() == 0
+            and t.untyped_storage().nbytes() == t.numel() * t.element_size())
