@@ -44,9 +44,25 @@ func ReplicatedCompileOptions(n int) []byte {
 	return appendBytesField(nil, compileOptsBuildOptions, build)
 }
 
-// ExecuteReplicated runs an executable compiled for len(args) replicas once
-// on each of its devices, in one launch, so that its collectives meet:
-// args[d] are the arguments of replica d. It waits for every replica and
+// buildOptsUseSPMD is xla.ExecutableBuildOptionsProto.use_spmd_partitioning.
+const buildOptsUseSPMD = 6
+
+// SPMDCompileOptions returns a serialized xla.CompileOptionsProto for one
+// replica split into n partitions by XLA's SPMD partitioner (the shardings
+// come from the module's mhlo.sharding attributes); partition i runs on
+// device i.
+func SPMDCompileOptions(n int) []byte {
+	var build []byte
+	build = appendVarintField(build, buildOptsDeviceOrdinal, ^uint64(0)) // -1
+	build = appendVarintField(build, buildOptsNumReplicas, 1)
+	build = appendVarintField(build, buildOptsNumPartitions, uint64(n))
+	build = appendVarintField(build, buildOptsUseSPMD, 1)
+	return appendBytesField(nil, compileOptsBuildOptions, build)
+}
+
+// ExecuteReplicated runs an executable compiled for len(args) replicas (or
+// SPMD partitions) once on each of its devices, in one launch, so that its
+// collectives meet: args[d] are the arguments of replica d. It waits for every replica and
 // returns their results, outs[d] for replica d.
 func (x *Executable) ExecuteReplicated(args [][]*Buffer) ([][]*Buffer, error) {
 	x.mu.RLock()
