@@ -31,6 +31,11 @@ def _host(t):
     return t.detach().to("cpu", copy=True).contiguous()
 
 
+def _staging(t):
+    """An uninitialized host buffer for an output gloo fills completely."""
+    return torch.empty(t.shape, dtype=t.dtype)
+
+
 def _count(tensors):
     traffic["collectives"] += 1
     traffic["bytes"] += sum(t.numel() * t.element_size() for t in tensors)
@@ -189,7 +194,7 @@ class HostStagedBackend(_C10dBackend):
         _count([t for ts in input_lists for t in ts])
         self._agree("reduce_scatter", list(outputs))
         hosts_in = [[_host(t) for t in ts] for ts in input_lists]
-        hosts_out = [_host(t) for t in outputs]
+        hosts_out = [_staging(t) for t in outputs]
         op, div = self._op(opts.reduceOp, [h for hs in hosts_in for h in hs], "reduce_scatter")
         o = _c10d.ReduceScatterOptions()
         o.reduceOp = op
@@ -199,7 +204,7 @@ class HostStagedBackend(_C10dBackend):
     def reduce_scatter_single(self, output, input, opts):
         _count([input])
         self._agree("reduce_scatter_tensor", [output, input])
-        host_in, host_out = _host(input), _host(output)
+        host_in, host_out = _host(input), _staging(output)
         op, div = self._op(opts.reduceOp, [host_in], "reduce_scatter_tensor")
         o = _c10d.ReduceScatterOptions()
         o.reduceOp = op
@@ -215,7 +220,8 @@ class HostStagedBackend(_C10dBackend):
     def broadcast(self, tensors, opts):
         _count(tensors)
         self._agree("broadcast", tensors)
-        hosts = [_host(t) for t in tensors]
+        root = self.rank() == opts.rootRank
+        hosts = [_host(t) if root else _staging(t) for t in tensors]
         o = _c10d.BroadcastOptions()
         o.rootRank, o.rootTensor = opts.rootRank, opts.rootTensor
         pairs = list(zip(tensors, hosts)) if self.rank() != opts.rootRank else []
@@ -225,7 +231,7 @@ class HostStagedBackend(_C10dBackend):
         _count(inputs)
         self._agree("allgather", list(inputs))
         hosts_in = [_host(t) for t in inputs]
-        hosts_out = [[_host(t) for t in ts] for ts in output_lists]
+        hosts_out = [[_staging(t) for t in ts] for ts in output_lists]
         pairs = [(d, h) for ds, hs in zip(output_lists, hosts_out) for d, h in zip(ds, hs)]
         return self._launch("allgather", lambda: self._gloo.allgather(hosts_out, hosts_in, _c10d.AllgatherOptions()),
                             _Plan(pairs, output_lists))
@@ -237,7 +243,7 @@ class HostStagedBackend(_C10dBackend):
     def all_gather_single(self, output, input, opts):
         _count([input])
         self._agree("all_gather_into_tensor", [output, input])
-        host_in, host_out = _host(input), _host(output)
+        host_in, host_out = _host(input), _staging(output)
         return self._launch("all_gather_into_tensor",
                             lambda: self._gloo._allgather_base(host_out, host_in, _c10d.AllgatherOptions()),
                             _Plan([(output, host_out)], output))
@@ -249,7 +255,7 @@ class HostStagedBackend(_C10dBackend):
     def gather(self, output_lists, inputs, opts):
         _count(inputs)
         hosts_in = [_host(t) for t in inputs]
-        hosts_out = [[_host(t) for t in ts] for ts in output_lists]
+        hosts_out = [[_staging(t) for t in ts] for ts in output_lists]
         o = _c10d.GatherOptions()
         o.rootRank = opts.rootRank
         pairs = [(d, h) for ds, hs in zip(output_lists, hosts_out) for d, h in zip(ds, hs)]
@@ -258,7 +264,7 @@ class HostStagedBackend(_C10dBackend):
     def scatter(self, outputs, input_lists, opts):
         _count([t for ts in input_lists for t in ts])
         hosts_in = [[_host(t) for t in ts] for ts in input_lists]
-        hosts_out = [_host(t) for t in outputs]
+        hosts_out = [_staging(t) for t in outputs]
         o = _c10d.ScatterOptions()
         o.rootRank = opts.rootRank
         return self._launch("scatter", lambda: self._gloo.scatter(hosts_out, hosts_in, o),
@@ -266,7 +272,7 @@ class HostStagedBackend(_C10dBackend):
 
     def all_to_all_single(self, output, input, output_splits, input_splits, opts):
         _count([input])
-        host_in, host_out = _host(input), _host(output)
+        host_in, host_out = _host(input), _staging(output)
         return self._launch(
             "all_to_all_single",
             lambda: self._gloo.alltoall_base(host_out, host_in, output_splits, input_splits, _c10d.AllToAllOptions()),
@@ -296,6 +302,6 @@ class HostStagedBackend(_C10dBackend):
         return self._launch("send", lambda: self._gloo.send(hosts, dst, tag), _Plan([], tensors))
 
     def recv(self, tensors, src, tag):
-        hosts = [_host(t) for t in tensors]
+        hosts = [_staging(t) for t in tensors]
         return self._launch("recv", lambda: self._gloo.recv(hosts, src, tag),
                             _Plan(list(zip(tensors, hosts)), tensors))
