@@ -51,6 +51,22 @@ def check_reductions(rank, world, dev, dtype):
     out = torch.zeros(4, dtype=dtype, device=dev)
     dist.reduce_scatter_tensor(out, torch.cat(chunks(rank)).to(dev), op=R.SUM)
     same(out, sum(chunks(r)[rank].to(torch.float64) for r in range(world)).to(dtype))
+    # coalesced: two all_reduces and two reduce_scatter_tensors, each batch issued as one call
+    a, b = values(rank, dtype, 2).to(dev), values(rank, dtype, 3).to(dev)
+    with dist._coalescing_manager(async_ops=True) as cm:
+        dist.all_reduce(a)
+        dist.all_reduce(b)
+    cm.wait()
+    same(a, sum(values(r, dtype, 2).to(torch.float64) for r in range(world)).to(dtype))
+    same(b, sum(values(r, dtype, 3).to(torch.float64) for r in range(world)).to(dtype))
+    o1, o2 = torch.zeros(4, dtype=dtype, device=dev), torch.zeros(4, dtype=dtype, device=dev)
+    with dist._coalescing_manager(async_ops=True) as cm:
+        dist.reduce_scatter_tensor(o1, torch.cat(chunks(rank)).to(dev))
+        dist.reduce_scatter_tensor(o2, torch.cat(chunks(rank)).to(dev) * 2)
+    cm.wait()
+    want_rs = sum(chunks(r)[rank].to(torch.float64) for r in range(world))
+    same(o1, want_rs.to(dtype))
+    same(o2, (want_rs * 2).to(dtype))
     if dtype.is_floating_point:
         out = torch.zeros(4, dtype=dtype, device=dev)
         dist.reduce_scatter_tensor(out, torch.cat(chunks(rank)).to(dev), op=R.AVG)
