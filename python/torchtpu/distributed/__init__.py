@@ -34,14 +34,6 @@ def register():
     Backend.register_backend(BACKEND, _create, devices=["tpu"])
 
 
-def local_device():
-    """The tpu device of this rank: index LOCAL_RANK modulo the device count."""
-    import os
-
-    n = max(1, torch.tpu.device_count())
-    return torch.device("tpu", int(os.environ.get("LOCAL_RANK", "0")) % n)
-
-
 def traffic():
     """What this process has handed to the tpu_gloo backend: {"collectives": n, "bytes": input bytes}."""
     from .host_backend import traffic as t
