@@ -29,7 +29,7 @@ def register():
         return
     from torch.distributed import Backend
 
-    if BACKEND in Backend._plugins:
+    if hasattr(Backend, BACKEND.upper()):
         return
     Backend.register_backend(BACKEND, _create, devices=["tpu"])
 
