@@ -39,6 +39,19 @@ func (d *Dir) Load(key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return unseal(raw)
+}
+
+// seal frames payload as an entry: the magic line, the payload's SHA-256,
+// then the payload. Both tiers, on disk and remote, store entries in this form.
+func seal(payload []byte) []byte {
+	sum := sha256.Sum256(payload)
+	return append(append(append(make([]byte, 0, len(magic)+len(sum)+len(payload)), magic...), sum[:]...), payload...)
+}
+
+// unseal returns the payload of a sealed entry, or ErrCorrupt when the header
+// or checksum does not match (a damaged or truncated entry).
+func unseal(raw []byte) ([]byte, error) {
 	if len(raw) < len(magic)+sha256.Size || !bytes.Equal(raw[:len(magic)], magic) {
 		return nil, ErrCorrupt
 	}
@@ -56,8 +69,7 @@ func (d *Dir) Store(key string, payload []byte) error {
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(payload)
-	_, err = tmp.Write(append(append(append([]byte{}, magic...), sum[:]...), payload...))
+	_, err = tmp.Write(seal(payload))
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

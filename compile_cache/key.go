@@ -1,5 +1,7 @@
-// Package compile_cache keys compiled programs by named parts and keeps the
-// loaded executables in an in-memory LRU.
+// Package compile_cache keys compiled programs by named parts and keeps them
+// in three tiers: loaded executables in an in-memory LRU, serialized ones in
+// a directory (Dir) and on an HTTP cache server shared by hosts (Remote);
+// Tiers chains the last two.
 package compile_cache
 
 import (

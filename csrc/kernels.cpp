@@ -19,6 +19,7 @@
 #include "errors.h"
 #include "fork.h"
 #include "usable.h"
+#include "go_call.h"
 #include "marshal.h"
 
 namespace torchtpu {

@@ -1,66 +1,14 @@
-// Marshalling between PyTorch values and the ttpu_* C structs, and running one op in Go.
+// Marshalling a boxed op call (schema and stack) into a ttpu_op call and its results back onto the stack.
 #pragma once
 
-#include <deque>
-#include <optional>
 #include <string>
-#include <vector>
 
-#include <ATen/core/Tensor.h>
 #include <ATen/core/function_schema.h>
 #include <ATen/core/stack.h>
 
-#include "torchtpu.h"
+#include "arg_list.h"
 
 namespace torchtpu {
-
-// describe fills the view descriptor of a tpu tensor (storage address, offset, sizes, strides, dtype).
-ttpu_tensor describe(const at::Tensor& t);
-
-// ArgList is the ttpu_arg array of one call; it owns every buffer the args point into.
-class ArgList {
- public:
-  explicit ArgList(std::string op) : op_(std::move(op)) {}
-
-  void add_none();
-  void add_tensor(const at::Tensor& t);
-  void add_tensor_list(const std::vector<std::optional<at::Tensor>>& ts);
-  void add_int(int64_t v);
-  void add_double(double v);
-  void add_bool(bool v);
-  void add_scalar(const c10::Scalar& s);
-  void add_int_list(std::vector<int64_t> v);
-  void add_double_list(std::vector<double> v);
-  void add_bool_list(const std::vector<bool>& v);
-  void add_string(std::string s);
-
-  // device is the tpu device of the tensor arguments (the current device when there is none).
-  c10::DeviceIndex device() const;
-  // keep holds a tensor alive as long as the args (host copies, moved indices).
-  void keep(at::Tensor t) { keep_.push_back(std::move(t)); }
-  // note_device records a tpu device named by a Device argument.
-  void note_device(c10::DeviceIndex index);
-
-  const ttpu_arg* data() const { return args_.data(); }
-  int32_t size() const { return static_cast<int32_t>(args_.size()); }
-  const std::string& op() const { return op_; }
-  // summary renders the arguments for error messages: float32[2, 3], 1, None, ...
-  std::string summary() const;
-
- private:
-  ttpu_tensor tensor_desc(const at::Tensor& t);
-  ttpu_arg& push(int32_t kind);
-
-  std::string op_;
-  std::vector<ttpu_arg> args_;
-  std::deque<std::vector<ttpu_tensor>> tensors_;
-  std::deque<std::vector<int64_t>> ints_;
-  std::deque<std::vector<double>> doubles_;
-  std::deque<std::string> strings_;
-  std::vector<at::Tensor> keep_;
-  std::optional<c10::DeviceIndex> device_;
-  std::optional<c10::DeviceIndex> named_device_;
-};
 
 // supported_by_go reports whether every return of schema can be built from ttpu_outs.
 bool supported_by_go(const c10::FunctionSchema& schema);
@@ -71,11 +19,5 @@ void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stac
 // run_op calls ttpu_op for op on the stack's arguments, resizing out= arguments when Go asks,
 // and replaces the arguments with the results. Returns false (stack untouched) on TTPU_NO_RULE.
 bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::jit::Stack* stack);
-
-// call_go runs ttpu_op on args; throws on TTPU_ERROR; outs receives the new outputs.
-ttpu_status call_go(const ArgList& args, std::vector<ttpu_out>& outs);
-
-// wrap_out makes a new tpu tensor owning the storage Go created for one output.
-at::Tensor wrap_out(const ttpu_out& out, c10::DeviceIndex device);
 
 }  // namespace torchtpu

@@ -1,6 +1,11 @@
 package dispatch
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
 
 // promoteTable[i][j] is torch.promote_types(dtypes[i], dtypes[j]) as PyTorch
 // 2.15 computes it.
@@ -22,9 +27,7 @@ var allDTypes = [10]DType{Uint8, Int8, Int16, Int32, Int64, Float16, Float32, Fl
 func TestPromoteTypesTable(t *testing.T) {
 	for i, a := range allDTypes {
 		for j, b := range allDTypes {
-			if got, want := PromoteTypes(a, b), promoteTable[i][j]; got != want {
-				t.Errorf("PromoteTypes(%s, %s) = %s, want %s", a, b, got, want)
-			}
+			assert.Equal(t, promoteTable[i][j], PromoteTypes(a, b), "PromoteTypes(%s, %s)", a, b)
 		}
 	}
 }
@@ -50,9 +53,7 @@ func TestResultType(t *testing.T) {
 		{"two python numbers", []Operand{{Int64, KindWrapped}, {Float64, KindWrapped}}, Float32},
 	}
 	for _, c := range cases {
-		if got := ResultType(c.ops...); got != c.want {
-			t.Errorf("%s: ResultType = %s, want %s", c.name, got, c.want)
-		}
+		assert.Equal(t, c.want, ResultType(c.ops...), c.name)
 	}
 }
 
@@ -63,18 +64,45 @@ func TestPromoteComplex(t *testing.T) {
 		{BFloat16, Complex64, Complex64},
 	}
 	for _, c := range cases {
-		if got := PromoteTypes(c.a, c.b); got != c.want {
-			t.Errorf("PromoteTypes(%s, %s) = %s, want %s", c.a, c.b, got, c.want)
-		}
+		assert.Equal(t, c.want, PromoteTypes(c.a, c.b), "PromoteTypes(%s, %s)", c.a, c.b)
 	}
 	// A zero-dimensional complex tensor with a float64 tensor gives complex128.
-	if got := ResultType(Operand{Float64, KindDim}, Operand{Complex64, KindZeroDim}); got != Complex128 {
-		t.Errorf("result_type(float64[2], complex64[]) = %s", got)
-	}
-	if got := ResultType(Operand{Int64, KindDim}, Operand{Complex128, KindWrapped}); got != Complex64 {
-		t.Errorf("result_type(int64[2], 1j) = %s", got)
-	}
-	if CanCast(Complex64, Float32) || !CanCast(Float32, Complex64) {
-		t.Error("CanCast with complex")
+	assert.Equal(t, Complex128, ResultType(Operand{Float64, KindDim}, Operand{Complex64, KindZeroDim}), "result_type(float64[2], complex64[])")
+	assert.Equal(t, Complex64, ResultType(Operand{Int64, KindDim}, Operand{Complex128, KindWrapped}), "result_type(int64[2], 1j)")
+	assert.False(t, CanCast(Complex64, Float32), "CanCast(complex64, float32)")
+	assert.True(t, CanCast(Float32, Complex64), "CanCast(float32, complex64)")
+}
+
+// broadcastCases are the shapes PyTorch's elementwise ops broadcast to; a
+// case with err fails with the wording of those ops (torch.ones(2, 3) +
+// torch.ones(4) on CPU).
+var broadcastCases = []struct {
+	shapes [][]int64
+	want   []int64
+	err    string
+}{
+	{[][]int64{{2, 3}, {2, 3}}, []int64{2, 3}, ""},
+	{[][]int64{{2, 3}, {3}}, []int64{2, 3}, ""},
+	{[][]int64{{2, 1}, {1, 3}}, []int64{2, 3}, ""},
+	{[][]int64{{4, 1, 3}, {5, 1}}, []int64{4, 5, 3}, ""},
+	{[][]int64{{}, {2, 3}}, []int64{2, 3}, ""},
+	{[][]int64{{}, {}}, []int64{}, ""},
+	{[][]int64{{0, 3}, {1, 3}}, []int64{0, 3}, ""},
+	{[][]int64{{2, 1, 1}, {3, 1}, {4}}, []int64{2, 3, 4}, ""},
+	{[][]int64{{2, 3}, {4}}, nil, "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1"},
+	{[][]int64{{2, 3}, {3, 3}}, nil, "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"},
+	{[][]int64{{0}, {2}}, nil, "The size of tensor a (0) must match the size of tensor b (2) at non-singleton dimension 0"},
+}
+
+func TestBroadcastShapesTable(t *testing.T) {
+	for _, c := range broadcastCases {
+		got, err := BroadcastShapes(c.shapes...)
+		if c.err != "" {
+			require.Error(t, err, "BroadcastShapes%v = %v, want an error", c.shapes, got)
+			assert.Contains(t, err.Error(), c.err, "BroadcastShapes%v", c.shapes)
+			continue
+		}
+		require.NoError(t, err, "BroadcastShapes%v", c.shapes)
+		assert.Equal(t, c.want, got, "BroadcastShapes%v", c.shapes)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"torchtpu/hlo"
 )
 
@@ -132,19 +134,13 @@ func runCases(t *testing.T, cases []ruleCase) {
 		outs, err := h.call(c.op, c.args(h)...)
 		label := fmt.Sprintf("#%d %s", i, c.op)
 		if want, ok := strings.CutPrefix(c.want, "error: "); ok {
-			if err == nil {
-				t.Errorf("%s: got %s, want error %q", label, types(outs), want)
-			} else if !strings.Contains(err.Error(), want) {
-				t.Errorf("%s: error %q, want it to contain %q", label, err, want)
+			if assert.Error(t, err, "%s: got %s, want an error", label, types(outs)) {
+				assert.Contains(t, err.Error(), want, label)
 			}
 			continue
 		}
-		if err != nil {
-			t.Errorf("%s: unexpected error %v", label, err)
-			continue
-		}
-		if got := types(outs); got != c.want {
-			t.Errorf("%s: result types %s, want %s", label, got, c.want)
+		if assert.NoError(t, err, label) {
+			assert.Equal(t, c.want, types(outs), "%s: result types", label)
 		}
 	}
 }

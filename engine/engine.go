@@ -40,7 +40,7 @@ type Engine struct {
 	g          *graph
 	mode       Mode
 	cache      *compile_cache.LRU
-	disk       *compile_cache.Dir // TORCHTPU_CACHE_DIR, or nil
+	tiers      *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
 	options    []byte
 	scalars    map[scalarKey]*pjrt.Buffer
 	scalarOf   map[*pjrt.Buffer]scalarKey // the inverse of scalars
@@ -106,6 +106,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 		e.initErr = err
 		return err
 	}
+	quietPluginLogs()
 	p, err := pjrt.Load(path)
 	if err != nil {
 		e.initErr = fmt.Errorf("torchtpu: cannot load the PJRT plugin %q (chosen by TORCHTPU_PLUGIN): %v", path, err)
@@ -119,14 +120,16 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 	e.addrs, e.client, e.plugin, e.initErr = addrs, c, path, nil
 	// With several devices, programs are portable: one executable runs on any of them.
 	e.options = pjrt.CompileOptions(c.DeviceCount() > 1)
-	e.pluginID = e.pluginIdentity()
-	if dir := os.Getenv("TORCHTPU_CACHE_DIR"); dir != "" {
-		d, err := compile_cache.OpenDir(dir)
+	if spec := os.Getenv("TORCHTPU_XLA_OPTIONS"); spec != "" {
+		opts, err := pjrt.WithOverrides(e.options, spec)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "torchtpu: warning: %v; the on-disk compile cache is off\n", err)
+			e.initErr = fmt.Errorf("torchtpu: TORCHTPU_XLA_OPTIONS: %v", err)
+			return e.initErr
 		}
-		e.disk = d
+		e.options = opts
 	}
+	e.pluginID = e.pluginIdentity()
+	e.tiers = compile_cache.OpenTiers(os.Getenv("TORCHTPU_CACHE_DIR"), os.Getenv("TORCHTPU_CACHE_URL"))
 	return nil
 }
 

@@ -3,23 +3,17 @@ package engine
 import (
 	"encoding/binary"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
 	"torchtpu/dispatch"
+	"torchtpu/internal/testplugin"
 )
 
-// newTestEngine returns an engine on the plugin named by TORCHTPU_PLUGIN_PATH.
+// newTestEngine returns an engine on the test plugin (testplugin.Path).
 func newTestEngine(t *testing.T, mode Mode) *Engine {
 	t.Helper()
-	path := os.Getenv("TORCHTPU_PLUGIN_PATH")
-	if path == "" {
-		if os.Getenv("TORCHTPU_REQUIRE_PLUGIN") == "1" {
-			t.Fatal("TORCHTPU_PLUGIN_PATH is not set and TORCHTPU_REQUIRE_PLUGIN=1")
-		}
-		t.Skip("TORCHTPU_PLUGIN_PATH is not set")
-	}
+	path := testplugin.Path(t)
 	e := New()
 	if err := e.Init(path, 1); err != nil {
 		t.Fatal(err)

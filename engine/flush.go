@@ -2,9 +2,7 @@ package engine
 
 import (
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"time"
 
@@ -77,6 +75,16 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 		}
 	}
 	aliases := e.donations(g, dst, outs)
+	// While the program runs, an overwritten storage whose buffer was not
+	// donated holds two buffers: the old one (alive until the launch retires
+	// it) and the new result. The peak counts them, as a device would.
+	transient := int64(0)
+	for i, st := range dst {
+		if st.buf != nil && !donated(aliases, i) {
+			transient += st.nbytes
+		}
+	}
+	e.m.PeakBytes = max(e.m.PeakBytes, e.liveB+transient)
 	prog, err := e.program(g.b, outs, aliases)
 	if err != nil {
 		return nil, err
@@ -151,6 +159,16 @@ func (e *Engine) donations(g *graph, dst []*Storage, outs []*hlo.Value) map[int]
 	return aliases
 }
 
+// donated reports whether output i reuses a parameter's buffer.
+func donated(aliases map[int]int, i int) bool {
+	for _, o := range aliases {
+		if o == i {
+			return true
+		}
+	}
+	return false
+}
+
 // program returns the compiled program of the function returning outs,
 // looked up by its structural hash; on a miss the module is printed and
 // found on disk or compiled.
@@ -193,8 +211,8 @@ func (e *Engine) executable(text string) (*pjrt.Executable, error) {
 	return exe, nil
 }
 
-// compileText loads the program for module text from disk, or compiles it
-// (and stores it there). The full key over all named parts (DESIGN.md) names
+// compileText loads the program for module text from the persistent tiers
+// (disk, then remote), or compiles it and stores it there. The full key over all named parts (DESIGN.md) names
 // the program in both tiers.
 func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
 	key := compile_cache.Key(
@@ -203,8 +221,7 @@ func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
 		compile_cache.Part{Name: "plugin", Value: e.pluginID},
 		compile_cache.Part{Name: "version", Value: Version},
 	)
-	if exe := e.loadFromDisk(key); exe != nil {
-		e.m.DiskHits++
+	if exe := e.loadStored(key); exe != nil {
 		return exe, nil
 	}
 	e.dumpModule(key, text)
@@ -218,40 +235,6 @@ func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
 	}
 	e.m.CompileSeconds += time.Since(t0).Seconds()
 	e.m.GraphsCompiled++
-	e.storeToDisk(key, exe)
+	e.storeCompiled(key, exe)
 	return exe, nil
-}
-
-// loadFromDisk returns the executable stored under key in TORCHTPU_CACHE_DIR,
-// or nil. A corrupt or unloadable entry is a miss plus a warning.
-func (e *Engine) loadFromDisk(key string) *pjrt.Executable {
-	if e.disk == nil {
-		return nil
-	}
-	data, err := e.disk.Load(key)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s is unusable (%v); recompiling\n", key[:16], err)
-		}
-		return nil
-	}
-	exe, err := e.client.DeserializeExecutable(data)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s does not load (%v); recompiling\n", key[:16], err)
-		return nil
-	}
-	return exe
-}
-
-func (e *Engine) storeToDisk(key string, exe *pjrt.Executable) {
-	if e.disk == nil {
-		return
-	}
-	data, err := exe.Serialize()
-	if err == nil {
-		err = e.disk.Store(key, data)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "torchtpu: warning: cannot write compile cache entry %s: %v\n", key[:16], err)
-	}
 }

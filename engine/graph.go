@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"math"
-	"os"
 
 	"torchtpu/hlo"
 	"torchtpu/pjrt"
@@ -127,15 +126,6 @@ func (e *Engine) Int64Tensor(vals []int64, shape []int64) *hlo.Value {
 
 // Version is the project's version; it is part of every cache key.
 const Version = "0.1.0"
-
-func (e *Engine) pluginIdentity() string {
-	major, minor := e.client.Plugin().APIVersion()
-	id := fmt.Sprintf("%s|%d.%d|%s|%s", e.plugin, major, minor, e.client.PlatformName(), e.client.PlatformVersion())
-	if fi, err := os.Stat(e.plugin); err == nil {
-		id += fmt.Sprintf("|%d|%d", fi.Size(), fi.ModTime().UnixNano())
-	}
-	return id
-}
 
 // Synchronize flushes pending work and waits for the device to finish.
 func (e *Engine) Synchronize() error {

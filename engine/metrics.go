@@ -11,6 +11,7 @@ type Metrics struct {
 	CacheMisses    int64            `json:"cache_misses"`
 	FastPathHits   int64            `json:"strict_fast_path_hits"`
 	DiskHits       int64            `json:"disk_cache_hits"`
+	RemoteHits     int64            `json:"remote_cache_hits"`
 	Executions     int64            `json:"executions"`
 	DonatedBuffers int64            `json:"donated_buffers"`
 	H2DBytes       int64            `json:"host_to_device_bytes"`

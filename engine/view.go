@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"slices"
 
 	"torchtpu/hlo"
@@ -138,7 +139,15 @@ func readView(b *hlo.Builder, base *hlo.Value, v view) *hlo.Value {
 	if numel(v.sizes) == 0 {
 		return b.Constant(hlo.T(base.T.Elem, v.sizes...), 0)
 	}
-	if p, ok := planSlice(shape, v); ok {
+	p, ok := planSlice(shape, v)
+	if !ok {
+		if fine, refined := refineShape(numel(shape), v); refined {
+			if p, ok = planSlice(fine, v); ok {
+				base, shape = b.Reshape(base, fine...), fine
+			}
+		}
+	}
+	if ok {
 		x := b.Slice(base, p.start, p.limit, p.step)
 		// Keep the walked base dimensions, in base order, then permute to view order.
 		var keep []int64
@@ -198,7 +207,16 @@ func writeView(b *hlo.Builder, base *hlo.Value, v view, val *hlo.Value) *hlo.Val
 	if numel(v.sizes) == 0 {
 		return base
 	}
-	if p, ok := planSlice(shape, v); ok && unitSteps(p) && noBroadcast(v, p) {
+	p, ok := planSlice(shape, v)
+	orig := shape
+	if !ok || !unitSteps(p) {
+		if fine, refined := refineShape(numel(shape), v); refined {
+			if q, ok2 := planSlice(fine, v); ok2 && unitSteps(q) {
+				p, ok, base, shape = q, true, b.Reshape(base, fine...), fine
+			}
+		}
+	}
+	if ok && unitSteps(p) && noBroadcast(v, p) {
 		// Permute val's walked dimensions into base order, add the unwalked
 		// ones as size 1, and update the block in place.
 		var walkedSizes []int64
@@ -223,11 +241,41 @@ func writeView(b *hlo.Builder, base *hlo.Value, v view, val *hlo.Value) *hlo.Val
 		for j := range shape {
 			starts[j] = b.ConstantInt(hlo.T(hlo.S64), p.start[j])
 		}
-		return b.DynamicUpdateSlice(base, x, starts)
+		return b.Reshape(b.DynamicUpdateSlice(base, x, starts), orig...)
 	}
 	flat := b.Reshape(base, numel(shape))
 	out := b.ScatterFlat(flat, flatIndex(b, v), val, nil)
-	return b.Reshape(out, shape...)
+	return b.Reshape(out, orig...)
+}
+
+// refineShape returns a shape of n elements whose contiguous strides include
+// every stride the view walks: [n/s1, s1/s2, ..., s_m] for its distinct
+// strides s1 > s2 > ... > s_m. A view that walks a base in an order its own
+// shape does not show (the transpose of a flattened matrix, heads split out of
+// a feature dimension) then becomes a slice and a transpose of the reshaped
+// base instead of a gather. ok is false when the strides do not nest.
+func refineShape(n int64, v view) ([]int64, bool) {
+	var strides []int64
+	for i, sz := range v.sizes {
+		if sz > 1 && v.strides[i] > 0 && !slices.Contains(strides, v.strides[i]) {
+			strides = append(strides, v.strides[i])
+		}
+	}
+	if len(strides) == 0 {
+		return nil, false
+	}
+	slices.SortFunc(strides, func(a, b int64) int { return cmp.Compare(b, a) })
+	if n%strides[0] != 0 {
+		return nil, false
+	}
+	fine := []int64{n / strides[0]}
+	for k := 1; k < len(strides); k++ {
+		if strides[k-1]%strides[k] != 0 {
+			return nil, false
+		}
+		fine = append(fine, strides[k-1]/strides[k])
+	}
+	return append(fine, strides[len(strides)-1]), true
 }
 
 func unitSteps(p slicePlan) bool {

@@ -10,20 +10,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"torchtpu/internal/testplugin"
 )
 
-// pluginPath returns the plugin under test, skipping (or failing, when
-// TORCHTPU_REQUIRE_PLUGIN=1) without one.
+// pluginPath returns the plugin under test (testplugin.Path).
 func pluginPath(t *testing.T) string {
 	t.Helper()
-	p := os.Getenv("TORCHTPU_PLUGIN_PATH")
-	if p == "" {
-		if os.Getenv("TORCHTPU_REQUIRE_PLUGIN") == "1" {
-			t.Fatal("TORCHTPU_PLUGIN_PATH is not set and TORCHTPU_REQUIRE_PLUGIN=1")
-		}
-		t.Skip("TORCHTPU_PLUGIN_PATH is not set; set it to a PJRT plugin (e.g. the XLA CPU plugin) to run this test")
-	}
-	return p
+	return testplugin.Path(t)
 }
 
 func loadPlugin(t *testing.T) *Plugin {

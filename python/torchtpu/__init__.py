@@ -2,7 +2,7 @@
 
 import torch
 
-from . import _lib, _runtime
+from . import _lib, _runtime, conflict
 
 _loaded = False
 
@@ -31,6 +31,7 @@ def _load():
     global _loaded
     if _loaded:
         return
+    conflict.check()
     _lib.load()
     torch.ops.torchtpu.register_rule_kernels()
     _register_with_torch()

@@ -12,18 +12,7 @@ import json
 import math
 import os
 import sys
-import types
-import unittest
 import warnings
-
-# torch.testing._internal imports expecttest only for its TestCase base class; a stand-in avoids
-# adding a test-only package to the environment.
-try:
-    import expecttest  # noqa: F401
-except ImportError:
-    _stub = types.ModuleType("expecttest")
-    _stub.TestCase = unittest.TestCase
-    sys.modules["expecttest"] = _stub
 
 import torch
 

@@ -1,3 +1,6 @@
+// Float-only activations: softplus, mish, the hard* and shrink families,
+// threshold, PReLU and RReLU.
+
 package dispatch
 
 import "torchtpu/hlo"

@@ -1,3 +1,5 @@
+// addcmul, addcdiv and lerp: pointwise ops of three operands.
+
 package dispatch
 
 import "torchtpu/hlo"

@@ -1,3 +1,6 @@
+// Backward rules of the float-only activations (activation_float.go) and of
+// ELU, leaky ReLU and logit.
+
 package dispatch
 
 import (

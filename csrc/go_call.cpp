@@ -1,0 +1,47 @@
+#include "go_call.h"
+
+#include "allocator.h"
+#include "errors.h"
+#include "usable.h"
+
+namespace torchtpu {
+namespace {
+
+constexpr int32_t kMaxOuts = 1024;
+
+}  // namespace
+
+ttpu_status call_go(const ArgList& args, std::vector<ttpu_out>& outs) {
+  check_usable();
+  outs.resize(kMaxOuts);
+  int32_t nouts = 0;
+  ErrBuf err;
+  ttpu_status st = ttpu_op(args.op().c_str(), args.data(), args.size(), args.device(), outs.data(), kMaxOuts, &nouts, err.data(),
+                           err.len());
+  if (st == TTPU_OOM) {
+    check(st, err, args.op().c_str());
+  }
+  if (st == TTPU_ERROR) {
+    std::string msg = err.str();
+    // Name the op and its arguments unless the engine already did.
+    TORCH_CHECK(msg.rfind(args.op(), 0) == 0, args.op(), "(", args.summary(), "): ", msg);
+    TORCH_CHECK(false, msg);
+  }
+  TORCH_CHECK(nouts >= 0 && nouts <= kMaxOuts, "torchtpu: ", args.op(), " returned ", nouts, " outputs");
+  outs.resize(nouts);
+  return st;
+}
+
+at::Tensor wrap_out(const ttpu_out& out, c10::DeviceIndex device) {
+  TORCH_CHECK(out.ndim >= 0 && out.ndim <= TTPU_MAX_DIMS, "torchtpu: bad output rank ", out.ndim);
+  auto dtype = static_cast<c10::ScalarType>(out.dtype);
+  c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<size_t>(out.nbytes), wrap_address(out.data, device),
+                       tpu_allocator(), /*resizable=*/true);
+  auto t = at::detail::make_tensor<c10::TensorImpl>(std::move(storage),
+                                                    c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                                    c10::scalarTypeToTypeMeta(dtype));
+  t.unsafeGetTensorImpl()->set_sizes_contiguous(c10::IntArrayRef(out.sizes, out.ndim));
+  return t;
+}
+
+}  // namespace torchtpu

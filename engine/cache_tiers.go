@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+
+	"torchtpu/compile_cache"
+	"torchtpu/pjrt"
+)
+
+// loadStored returns the executable stored under key in the persistent
+// compile cache tiers (disk, then remote), or nil, and counts the hit. An
+// entry that does not load is a miss plus a warning.
+func (e *Engine) loadStored(key string) *pjrt.Executable {
+	data, from := e.tiers.Load(key)
+	if from == compile_cache.Missed {
+		return nil
+	}
+	exe, err := e.client.DeserializeExecutable(data)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s does not load (%v); recompiling\n", key[:16], err)
+		return nil
+	}
+	if from == compile_cache.FromRemote {
+		e.m.RemoteHits++
+	} else {
+		e.m.DiskHits++
+	}
+	return exe
+}
+
+// storeCompiled writes a freshly compiled executable to every persistent tier.
+func (e *Engine) storeCompiled(key string, exe *pjrt.Executable) {
+	if e.tiers == nil {
+		return
+	}
+	data, err := exe.Serialize()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "torchtpu: warning: cannot serialize compiled program %s for the compile cache: %v\n", key[:16], err)
+		return
+	}
+	e.tiers.Store(key, data)
+}
