@@ -26,6 +26,8 @@ typedef int32_t ttpu_status;
 #define TTPU_NO_RULE 2      /* ttpu_op: the op has no rule; run it on CPU */
 #define TTPU_NEEDS_RESIZE 3 /* ttpu_op: out= arguments must be resized to outs[] first */
 #define TTPU_OOM 4          /* the device memory limit would be exceeded; err holds the message */
+#define TTPU_NOT_CAPTURED 5 /* ttpu_capture_end: no program (err says why); the graph's work ran as usual */
+#define TTPU_MISMATCH 6     /* ttpu_program_run: the inputs differ from the captured ones (err says how) */
 
 #define TTPU_MAX_DIMS 12
 
@@ -166,6 +168,40 @@ int64_t ttpu_memory_allocated(void);
 
 /* ttpu_mark_forked makes every later device call fail (called in a forked child). */
 void ttpu_mark_forked(void);
+
+/* Compiled programs (torch.compile(backend="tpu")). A capture records one graph, run once on its
+ * real inputs by the caller between ttpu_capture_begin and ttpu_capture_end, into one program whose
+ * parameters are the inputs by position. Programs are named by integer handles. */
+
+/* ttpu_capture_begin runs pending work and starts capturing; ops record without flushing. */
+ttpu_status ttpu_capture_begin(const ttpu_tensor* inputs, int32_t ninputs, char* err, int64_t errlen);
+
+/* ttpu_capture_abort ends a capture whose graph raised; the recorded work runs as usual. */
+ttpu_status ttpu_capture_abort(char* err, int64_t errlen);
+
+/* ttpu_capture_end makes the program whose results are outputs and the inputs the graph wrote,
+ * compiles it (through the compile cache) and runs it once; *handle names it. For each output,
+ * kinds[k] is 0 (fresh result indices[k] of ttpu_program_run) or 1 (a view of input indices[k]).
+ * TTPU_NOT_CAPTURED: the graph cannot be one program (err says why); its work ran as usual. */
+ttpu_status ttpu_capture_end(const ttpu_tensor* inputs, int32_t ninputs, const ttpu_tensor* outputs,
+                             int32_t noutputs, int64_t* handle, int32_t* kinds, int32_t* indices,
+                             char* err, int64_t errlen);
+
+/* ttpu_program_seeds returns how many seeds a run of the program takes (one per random op). */
+int32_t ttpu_program_seeds(int64_t handle);
+
+/* ttpu_program_outputs returns how many fresh results a run of the program gives. */
+int32_t ttpu_program_outputs(int64_t handle);
+
+/* ttpu_program_run replays a program: binds inputs by position, launches its executable with the
+ * seeds, writes in-place updates into the inputs' storages and returns the fresh results in outs.
+ * TTPU_MISMATCH: the inputs differ from the captured ones (capture another program). */
+ttpu_status ttpu_program_run(int64_t handle, const ttpu_tensor* inputs, int32_t ninputs, const int64_t* seeds,
+                             int32_t nseeds, ttpu_out* outs, int32_t maxouts, int32_t* nouts, char* err,
+                             int64_t errlen);
+
+/* ttpu_program_free releases a program. */
+void ttpu_program_free(int64_t handle);
 
 #endif /* TTPU_TYPES_ONLY */
 

@@ -22,6 +22,7 @@ func (c *Ctx) resolveIndices(arg int, sizes []int64) (*advIndex, error) {
 		dim   int64
 		vals  []int64
 		shape []int64
+		dev   *hlo.Value // the indices as a device value, when they are not read to the host
 	}
 	var hs []hostIdx
 	d := int64(0)
@@ -59,7 +60,7 @@ func (c *Ctx) resolveIndices(arg int, sizes []int64) (*advIndex, error) {
 				if len(mask) == 0 || m.Rank() == 0 {
 					n = 0
 				}
-				hs = append(hs, hostIdx{d + int64(j), coords[j], []int64{n}})
+				hs = append(hs, hostIdx{dim: d + int64(j), vals: coords[j], shape: []int64{n}})
 			}
 			if m.Rank() == 0 { // a 0-dim mask adds a dimension of size 1 or 0
 				return nil, Errorf("indexing with a zero-dimensional mask is not supported")
@@ -72,6 +73,13 @@ func (c *Ctx) resolveIndices(arg int, sizes []int64) (*advIndex, error) {
 		}
 		if d >= int64(len(sizes)) {
 			return nil, Errorf("too many indices for tensor of dimension %d (got %d)", len(sizes), d+1)
+		}
+		if c.NoHostChecks {
+			// Inside a compiled program integer indices stay on the device
+			// (negative ones wrapped, no range check); masks still need the host.
+			hs = append(hs, hostIdx{dim: d, shape: m.Sizes, dev: wrapIndices(c.B, c.R.Read(a.Handles[k]), m.Sizes, sizes[d])})
+			d++
+			continue
 		}
 		vals, err := c.R.Int64s(a.Handles[k])
 		if err != nil {
@@ -86,7 +94,7 @@ func (c *Ctx) resolveIndices(arg int, sizes []int64) (*advIndex, error) {
 				vals[i] = v + size
 			}
 		}
-		hs = append(hs, hostIdx{d, vals, m.Sizes})
+		hs = append(hs, hostIdx{dim: d, vals: vals, shape: m.Sizes})
 		d++
 	}
 	if len(hs) == 0 {
@@ -106,10 +114,21 @@ func (c *Ctx) resolveIndices(arg int, sizes []int64) (*advIndex, error) {
 		if i > 0 && h.dim != hs[i-1].dim+1 {
 			ai.adjacent = false
 		}
-		v := c.R.Int64Tensor(h.vals, h.shape)
+		v := h.dev
+		if v == nil {
+			v = c.R.Int64Tensor(h.vals, h.shape)
+		}
 		ai.vals = append(ai.vals, c.B.BroadcastTo(v, bshape))
 	}
 	return ai, nil
+}
+
+// wrapIndices converts the index value v (of the given shape) to int64 and
+// wraps negative entries by size.
+func wrapIndices(b *hlo.Builder, v *hlo.Value, shape []int64, size int64) *hlo.Value {
+	v = b.Convert(v, hlo.S64)
+	neg := b.Compare(hlo.LT, v, full(b, Int64, shape, 0))
+	return b.Select(neg, b.Add(v, full(b, Int64, shape, float64(size))), v)
 }
 
 func contiguous(sizes []int64) []int64 {

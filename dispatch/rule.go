@@ -49,6 +49,10 @@ type Ctx struct {
 	// Writes collects the rule's own writes into mutated arguments; the
 	// engine applies them only when the rule succeeds.
 	Writes []Write
+	// NoHostChecks is set while a compiled program is captured: index range
+	// checks that would read indices to the host are skipped (out-of-range
+	// indices then give unspecified values, as in other compiled code).
+	NoHostChecks bool
 }
 
 // WriteArg records that value v is to be stored into tensor index of argument arg.

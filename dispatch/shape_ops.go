@@ -50,6 +50,9 @@ func catRule(c *Ctx) ([]*hlo.Value, error) {
 
 // checkIndices reads index argument i to the host and checks 0 <= v < size.
 func (c *Ctx) checkIndices(i int, size int64, msg func(v int64) error) error {
+	if c.NoHostChecks {
+		return nil
+	}
 	vs, err := c.R.Int64s(c.Args[i].Handles[0])
 	if err != nil {
 		return err

@@ -48,11 +48,11 @@ func (d *device) putData(data []float64, sizes ...int64) dispatch.Arg {
 
 // op runs a rule and returns its outputs as float64 slices with their sizes
 // (integer outputs are converted).
-func (d *device) op(name string, args ...dispatch.Arg) []result {
+func (d *device) op(name string, args ...dispatch.Arg) []opResult {
 	d.t.Helper()
 	outs, err := d.e.Op(name, args)
 	require.NoError(d.t, err, "%s", name)
-	res := make([]result, len(outs))
+	res := make([]opResult, len(outs))
 	for i, o := range outs {
 		desc := &TensorDesc{Addr: o.Addr, DType: o.DType, Sizes: o.Sizes, Strides: contiguousStrides(o.Sizes)}
 		buf := make([]byte, o.NBytes)
@@ -72,17 +72,17 @@ func (d *device) op(name string, args ...dispatch.Arg) []result {
 				d.t.Fatalf("%s: output %d has dtype %s", name, i, o.DType)
 			}
 		}
-		res[i] = result{sizes: o.Sizes, vals: vals}
+		res[i] = opResult{sizes: o.Sizes, vals: vals}
 	}
 	return res
 }
 
-type result struct {
+type opResult struct {
 	sizes []int64
 	vals  []float64
 }
 
 // dense views a 2-D result as a gonum matrix.
-func (r result) dense() *mat.Dense {
+func (r opResult) dense() *mat.Dense {
 	return mat.NewDense(int(r.sizes[0]), int(r.sizes[1]), r.vals)
 }

@@ -60,6 +60,10 @@ type Engine struct {
 	noDonate   bool          // TORCHTPU_DONATE=0
 	dumpWarned bool          // TORCHTPU_DUMP_DIR could not be written
 	dev        devices       // the device ops record for, and the others' pending state (devices.go)
+
+	capture        *capture // the program being captured, if any (capture.go)
+	captureAborted string   // why the last capture stopped early
+	programs       programTable
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.

@@ -106,6 +106,7 @@ func (e *Engine) ScalarInt(v int64, elem hlo.Elem) *hlo.Value {
 	}
 	e.m.H2DBytes += int64(elem.Bits() / 8)
 	e.g.retired = append(e.g.retired, buf)
+	e.noteSeed(buf)
 	return e.g.param(buf, hlo.T(elem))
 }
 

@@ -37,7 +37,7 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 		return fmt.Errorf("torchtpu: copy to device: %w", err)
 	}
 	e.m.H2DBytes += int64(len(src))
-	if t.Offset == 0 && t.view().isContiguous() && int64(len(src)) == st.nbytes {
+	if !e.capturing() && t.Offset == 0 && t.view().isContiguous() && int64(len(src)) == st.nbytes {
 		// The whole storage is replaced: the new buffer becomes its value.
 		e.dropBuffer(st.buf)
 		st.buf, st.pending = buf, nil
@@ -49,7 +49,7 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 	if err := e.write(t, v); err != nil {
 		return err
 	}
-	if e.mode != ModeFused {
+	if e.mode != ModeFused && !e.capturing() {
 		return e.flush()
 	}
 	return nil
@@ -214,7 +214,7 @@ func (e *Engine) StorageCopy(dst, src uint64, nbytes int64) error {
 	if err := e.write(t, part); err != nil {
 		return err
 	}
-	if e.mode != ModeFused {
+	if e.mode != ModeFused && !e.capturing() {
 		return e.flush()
 	}
 	return nil

@@ -56,7 +56,7 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 	}
 	var sig hlo.Hash
 	planning := false
-	if e.mode == ModeStrict && e.g.ops == 0 && len(e.g.params) == 0 && len(e.g.pending) == 0 {
+	if e.mode == ModeStrict && !e.capturing() && e.g.ops == 0 && len(e.g.params) == 0 && len(e.g.pending) == 0 {
 		sig, planning = e.opSignature(op, args)
 		if p := e.plans[sig]; planning && p != nil {
 			outs, ok, err := e.replay(p, args)
@@ -70,7 +70,7 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 	if err := checkDTypes(args); err != nil {
 		return nil, err
 	}
-	c := &dispatch.Ctx{Op: op, B: e.g.b, Args: args, R: e}
+	c := &dispatch.Ctx{Op: op, B: e.g.b, Args: args, R: e, NoHostChecks: e.capturing()}
 	e.cur, e.curOp = c, op
 	defer func() { e.cur = nil }()
 	results, err := entry.Rule.Fn(c)
@@ -133,7 +133,7 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 	if planning {
 		plan = e.makePlan(args, outs, execsBefore)
 	}
-	if e.mode != ModeFused || e.g.ops >= e.fused {
+	if !e.capturing() && (e.mode != ModeFused || e.g.ops >= e.fused) {
 		e.lastProg = ""
 		if err := e.flush(); err != nil {
 			return nil, err

@@ -47,6 +47,9 @@ func (e *Engine) Read(h any) *hlo.Value {
 		}
 		return e.Scalar(decodeScalar(t.Host, t.DType.Elem()), t.DType.Elem())
 	}
+	if v := e.captureRead(t); v != nil {
+		return v
+	}
 	st, err := e.storage(t.Addr)
 	if err != nil {
 		panic(err)

@@ -13,12 +13,21 @@ def parse_args(description, steps=100):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dropout", type=float, default=None, help="override the model's dropout")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--compile", action="store_true", help="on tpu: torch.compile the model with backend=\"tpu\"")
     return ap.parse_args()
 
 
 def set_mode(device, mode):
     if mode and torch.device(device).type == "tpu":
         torch.tpu.set_mode(mode)
+
+
+def maybe_compile(model, device, compile):
+    """The model itself, or on tpu with compile set, torch.compile(model, backend="tpu"): its forward
+    and backward each run as one program."""
+    if compile and torch.device(device).type == "tpu":
+        return torch.compile(model, backend="tpu")
+    return model
 
 
 def sync(device):

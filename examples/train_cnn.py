@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common import StepTimer, parse_args, set_mode
+from common import StepTimer, maybe_compile, parse_args, set_mode
 
 
 def make_data(n=512, classes=4, size=16, seed=0):
@@ -40,12 +40,13 @@ class CNN(nn.Module):
         return self.fc(self.drop(x))
 
 
-def train(device="tpu", mode=None, steps=60, seed=0, dropout=0.1, batch=64, log=print):
+def train(device="tpu", mode=None, steps=60, seed=0, dropout=0.1, batch=64, log=print, compile=False):
     """Trains the CNN and returns the per-step losses, the step times and the final accuracy."""
     set_mode(device, mode)
     torch.manual_seed(seed)
     x, y = make_data(seed=seed)
     model = CNN(dropout=dropout).to(device)
+    step_model = maybe_compile(model, device, compile)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=20, gamma=0.5)
     x, y = x.to(device), y.to(device)
@@ -54,7 +55,7 @@ def train(device="tpu", mode=None, steps=60, seed=0, dropout=0.1, batch=64, log=
         i = (step * batch) % x.shape[0]
         xb, yb = x[i:i + batch], y[i:i + batch]
         timer.start()
-        loss = F.cross_entropy(model(xb), yb)
+        loss = F.cross_entropy(step_model(xb), yb)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -72,5 +73,5 @@ def train(device="tpu", mode=None, steps=60, seed=0, dropout=0.1, batch=64, log=
 if __name__ == "__main__":
     a = parse_args("small CNN on synthetic images", steps=60)
     losses, timer, acc = train(a.device, a.mode, a.steps, a.seed, 0.1 if a.dropout is None else a.dropout,
-                               log=None if a.quiet else print)
+                               log=None if a.quiet else print, compile=a.compile)
     print(f"final loss {losses[-1]:.4f}  accuracy {acc:.3f}  median step {timer.median() * 1e3:.2f} ms")

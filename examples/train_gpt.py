@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common import StepTimer, parse_args, set_mode
+from common import StepTimer, maybe_compile, parse_args, set_mode
 
 
 def make_text(n_sentences=400, seed=0):
@@ -83,7 +83,7 @@ def batches(data, ctx, batch, seed):
         yield x, y
 
 
-def train(device="tpu", mode=None, steps=100, seed=0, dropout=0.1, batch=16, log=print, lr=3e-3, on_step=None):
+def train(device="tpu", mode=None, steps=100, seed=0, dropout=0.1, batch=16, log=print, lr=3e-3, on_step=None, compile=False):
     """Trains the GPT; returns the per-step losses, the step times, the model and the vocabulary."""
     set_mode(device, mode)
     torch.manual_seed(seed)
@@ -92,6 +92,7 @@ def train(device="tpu", mode=None, steps=100, seed=0, dropout=0.1, batch=16, log
     stoi = {c: i for i, c in enumerate(chars)}
     data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
     model = GPT(len(chars), dropout=dropout).to(device)
+    step_model = maybe_compile(model, device, compile)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1, betas=(0.9, 0.95))
     warm = max(1, steps // 10)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -102,7 +103,7 @@ def train(device="tpu", mode=None, steps=100, seed=0, dropout=0.1, batch=16, log
         xb, yb = next(it)
         xb, yb = xb.to(device), yb.to(device)
         timer.start()
-        logits = model(xb)
+        logits = step_model(xb)
         loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), yb.view(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -142,7 +143,7 @@ def sample(model, chars, device, n=120, seed=0, prompt="the "):
 if __name__ == "__main__":
     a = parse_args("character-level GPT", steps=200)
     losses, timer, model, chars = train(a.device, a.mode, a.steps, a.seed, 0.1 if a.dropout is None else a.dropout,
-                                        log=None if a.quiet else print)
+                                        log=None if a.quiet else print, compile=a.compile)
     print(f"final loss {losses[-1]:.4f}  median step {timer.median() * 1e3:.2f} ms")
     print("sample:")
     print(sample(model, chars, a.device))

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common import StepTimer, parse_args, set_mode
+from common import StepTimer, maybe_compile, parse_args, set_mode
 
 
 def make_data(n=2048, dim=32, classes=8, seed=0):
@@ -32,12 +32,13 @@ class MLP(nn.Module):
         return self.fc3(x)
 
 
-def train(device="tpu", mode=None, steps=100, seed=0, dropout=0.1, batch=128, log=print, autocast=None):
+def train(device="tpu", mode=None, steps=100, seed=0, dropout=0.1, batch=128, log=print, autocast=None, compile=False):
     """Trains the MLP and returns the per-step losses, the step times and the final accuracy."""
     set_mode(device, mode)
     torch.manual_seed(seed)
     x, y = make_data(seed=seed)
     model = MLP(dropout=dropout).to(device)
+    step_model = maybe_compile(model, device, compile)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
     x, y = x.to(device), y.to(device)
     timer, losses = StepTimer(device), []
@@ -46,7 +47,7 @@ def train(device="tpu", mode=None, steps=100, seed=0, dropout=0.1, batch=128, lo
         xb, yb = x[i:i + batch], y[i:i + batch]
         timer.start()
         with torch.autocast(device_type=torch.device(device).type, dtype=autocast or torch.bfloat16, enabled=autocast is not None):
-            loss = F.cross_entropy(model(xb), yb)
+            loss = F.cross_entropy(step_model(xb), yb)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -63,5 +64,5 @@ def train(device="tpu", mode=None, steps=100, seed=0, dropout=0.1, batch=128, lo
 if __name__ == "__main__":
     a = parse_args("MLP on synthetic classification", steps=200)
     losses, timer, acc = train(a.device, a.mode, a.steps, a.seed, 0.1 if a.dropout is None else a.dropout,
-                               log=None if a.quiet else print)
+                               log=None if a.quiet else print, compile=a.compile)
     print(f"final loss {losses[-1]:.4f}  accuracy {acc:.3f}  median step {timer.median() * 1e3:.2f} ms")

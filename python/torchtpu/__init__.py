@@ -21,6 +21,9 @@ def _register_with_torch():
     from . import distributed
 
     distributed.register()
+    from . import compile as _compile
+
+    _compile.install()
     # Autocast on tpu computes in bfloat16 unless told otherwise (the setting is per thread;
     # this sets it for the thread that imports torchtpu).
     torch.set_autocast_dtype("tpu", torch.bfloat16)

@@ -4,6 +4,7 @@ import ctypes
 import json
 
 from . import _lib, _runtime
+from .compile import stats as compile_stats
 
 
 def metrics():
@@ -15,10 +16,13 @@ def metrics():
         buf = ctypes.create_string_buffer(size)
         needed = int(fn(buf, size))
         if needed < size:
-            return json.loads(buf.value.decode("utf-8", "replace") or "{}")
+            out = json.loads(buf.value.decode("utf-8", "replace") or "{}")
+            out.update(compile_stats.snapshot())
+            return out
         size = needed + 1
 
 
 def reset_metrics():
     _runtime.require()
     _lib.lib().ttpu_reset_metrics()
+    compile_stats.reset()

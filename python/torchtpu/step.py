@@ -3,6 +3,8 @@ training loop launches one graph per step rather than one at the first read of a
 
 import weakref
 
+import torch
+
 from . import _lib, _runtime
 
 # Optimizers whose parameters are all off tpu, keyed by optimizer, with the group sizes checked:
@@ -37,6 +39,8 @@ def _on_tpu(optimizer):
 
 
 def _step_post_hook(optimizer, args, kwargs):
+    if torch.compiler.is_compiling():
+        return  # a compiled step is one program already
     if not _runtime.initialized() or _runtime.in_bad_fork():
         return
     if _on_tpu(optimizer):

@@ -1,0 +1,364 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"torchtpu/dispatch"
+	"torchtpu/hlo"
+	"torchtpu/pjrt"
+)
+
+// capture is the state of a program being recorded: the ops of one captured
+// graph (a torch.compile FX graph run once on its real inputs) go into the
+// pending graph without any flush, and CaptureEnd turns that graph into a
+// Program whose parameters are the inputs by position.
+type capture struct {
+	inputs  []*TensorDesc
+	seeds   map[*pjrt.Buffer]int // seed buffers of random ops, by order of first use
+	sliding []bool               // inputs read at a runtime offset (see captureRead)
+	offsets map[*pjrt.Buffer]int // offset buffers of sliding inputs, by input
+	reads   map[int]*hlo.Value   // the value of each sliding input, once read
+}
+
+// ErrNotCaptured reports that a capture ended without a program; the recorded
+// work ran as ordinary pending work, so the results are correct.
+type ErrNotCaptured struct{ Reason string }
+
+func (e *ErrNotCaptured) Error() string { return "torchtpu: graph not captured: " + e.Reason }
+
+// capturing reports whether a capture holds the pending graph: ops must not
+// flush it.
+func (e *Engine) capturing() bool { return e.capture != nil }
+
+// noteSeed records buf as the seed input of a random op when capturing.
+func (e *Engine) noteSeed(buf *pjrt.Buffer) {
+	if c := e.capture; c != nil {
+		if _, ok := c.seeds[buf]; !ok {
+			c.seeds[buf] = len(c.seeds)
+		}
+	}
+}
+
+// abortCapture ends the capture because the pending graph must run now (a
+// read to the host, a CPU fallback, a sync); the graph then runs as usual.
+func (e *Engine) abortCapture(reason string) {
+	if c := e.capture; c != nil {
+		e.capture = nil
+		e.captureAborted = reason
+	}
+}
+
+// flushReason says why the pending graph must run during a capture.
+func (e *Engine) flushReason() string {
+	if e.cur != nil {
+		return e.curOp + " reads a value to the host (a data-dependent shape or value)"
+	}
+	return "the graph needed a value on the host (a CPU fallback, .item(), a copy to CPU) or a sync"
+}
+
+// CaptureBegin runs the pending work and starts capturing a program whose
+// positional inputs are inputs (tpu tensors).
+func (e *Engine) CaptureBegin(inputs []*TensorDesc) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready(); err != nil {
+		return err
+	}
+	if e.capture != nil {
+		return errors.New("torchtpu: a compiled graph is already being captured (nested capture)")
+	}
+	if err := e.flush(); err != nil {
+		return err
+	}
+	for i, t := range inputs {
+		if t.CPU {
+			return fmt.Errorf("torchtpu: compiled graph input %d is a CPU tensor", i)
+		}
+		st, err := e.storage(t.Addr)
+		if err != nil {
+			return fmt.Errorf("torchtpu: compiled graph input %d: %w", i, err)
+		}
+		if err := e.materialize(st, t.DType); err != nil {
+			return err
+		}
+	}
+	c := &capture{inputs: inputs, seeds: map[*pjrt.Buffer]int{}, offsets: map[*pjrt.Buffer]int{}, reads: map[int]*hlo.Value{}}
+	for _, t := range inputs {
+		st := e.storages[t.Addr]
+		v := t.view()
+		c.sliding = append(c.sliding, st.dtype == t.DType && v.isContiguous() && !v.coversBase(st.shape) && numel(t.Sizes) > 0)
+	}
+	e.capture = c
+	e.captureAborted = ""
+	return nil
+}
+
+// captureRead returns the value of t when t is a sliding input of the capture
+// (a contiguous window of a larger storage, such as a batch sliced from a
+// dataset) that the graph has not written: the program reads it at a runtime
+// offset, so the next window replays the same program. It returns nil for
+// every other tensor.
+func (e *Engine) captureRead(t *TensorDesc) *hlo.Value {
+	c := e.capture
+	if c == nil {
+		return nil
+	}
+	for i, in := range c.inputs {
+		if !c.sliding[i] || in.Addr != t.Addr || in.Offset != t.Offset || in.DType != t.DType ||
+			!slices.Equal(in.Sizes, t.Sizes) || !slices.Equal(in.Strides, t.Strides) {
+			continue
+		}
+		if v, ok := c.reads[i]; ok {
+			return v
+		}
+		st := e.storages[t.Addr]
+		if st == nil || st.pending != nil || st.buf == nil {
+			return nil
+		}
+		b := e.g.b
+		off, err := e.client.BufferFromHost(encodeInt(t.Offset, hlo.S64), pjrt.S64, nil, 0)
+		if err != nil {
+			panic(fmt.Errorf("uploading an offset: %w", err))
+		}
+		e.g.retired = append(e.g.retired, off)
+		c.offsets[off] = i
+		flat := b.Reshape(e.g.param(st.buf, hlo.T(st.dtype.Elem(), st.shape...)), numel(st.shape))
+		win := b.DynamicSlice(flat, []*hlo.Value{e.g.param(off, hlo.T(hlo.S64))}, []int64{numel(t.Sizes)})
+		v := b.Reshape(win, t.Sizes...)
+		c.reads[i] = v
+		return v
+	}
+	return nil
+}
+
+// materialize gives a storage never written (torch.empty) a zero buffer, so
+// that it can be bound as a program input.
+func (e *Engine) materialize(st *Storage, d dispatch.DType) error {
+	if st.shaped {
+		return nil
+	}
+	n := st.nbytes / int64(d.Size())
+	buf, err := e.client.BufferFromHost(make([]byte, n*int64(d.Size())), pjrtType(d.Elem()), []int64{n}, st.device)
+	if err != nil {
+		return fmt.Errorf("torchtpu: materializing an empty input: %w", err)
+	}
+	st.shaped, st.dtype, st.shape, st.buf = true, d, []int64{n}, buf
+	return nil
+}
+
+// CaptureAbort ends a capture after the graph raised: the recorded work runs
+// as ordinary pending work.
+func (e *Engine) CaptureAbort() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.abortCapture("the graph raised")
+	if err := e.ready(); err != nil {
+		return err
+	}
+	return e.flush()
+}
+
+// OutputRef says where a captured graph output comes from at replay.
+type OutputRef struct {
+	Kind  int // OutFresh: program result Index; OutInput: a view of input Index
+	Index int
+}
+
+// Output kinds of OutputRef.
+const (
+	OutFresh = 0
+	OutInput = 1
+)
+
+// CaptureEnd ends the capture: outputs (the graph's tensor results) and the
+// inputs the graph wrote become the program's results; the program is
+// compiled (or found in the compile cache) and run once on the capture's
+// inputs. It returns the program's handle and where each output comes from,
+// or *ErrNotCaptured when the graph could not become one program.
+func (e *Engine) CaptureEnd(inputs, outputs []*TensorDesc) (int64, []OutputRef, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready(); err != nil {
+		return 0, nil, err
+	}
+	c := e.capture
+	if c == nil {
+		reason := e.captureAborted
+		if reason == "" {
+			reason = "no capture in progress"
+		}
+		return 0, nil, &ErrNotCaptured{reason}
+	}
+	if len(inputs) != len(c.inputs) {
+		e.abortCapture("the inputs changed")
+		return 0, nil, errors.Join(&ErrNotCaptured{"the inputs changed"}, e.flush())
+	}
+	p, refs, reason := e.buildProgram(c, outputs)
+	if reason != "" {
+		e.abortCapture(reason)
+		return 0, nil, errors.Join(&ErrNotCaptured{reason}, e.flush())
+	}
+	e.capture = nil
+	if err := e.launchCaptured(p); err != nil {
+		p.release()
+		return 0, nil, err
+	}
+	return e.programs.add(p), refs, nil
+}
+
+// buildProgram makes the program of the pending graph. A non-empty reason
+// says why the graph cannot be one program.
+func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []OutputRef, string) {
+	g := e.g
+	p := &Program{nseeds: len(c.seeds)}
+	firstInput := map[uint64]int{}
+	for i, t := range c.inputs {
+		if _, ok := firstInput[t.Addr]; !ok {
+			firstInput[t.Addr] = i
+		}
+		p.sig = append(p.sig, e.inputSig(t, firstInput[t.Addr]))
+	}
+	slot := map[*Storage]int{}
+	var vals []*hlo.Value
+	addSlot := func(st *Storage, r result) int {
+		if k, ok := slot[st]; ok {
+			return k
+		}
+		slot[st] = len(vals)
+		vals = append(vals, st.pending)
+		p.results = append(p.results, r)
+		p.captured = append(p.captured, st)
+		return slot[st]
+	}
+	refs := make([]OutputRef, len(outputs))
+	for k, t := range outputs {
+		if t.CPU {
+			return nil, nil, fmt.Sprintf("output %d is a CPU tensor", k)
+		}
+		if j, ok := firstInput[t.Addr]; ok {
+			refs[k] = OutputRef{OutInput, j}
+			continue
+		}
+		st, err := e.storage(t.Addr)
+		if err != nil {
+			return nil, nil, fmt.Sprintf("output %d: %v", k, err)
+		}
+		if st.pending == nil {
+			return nil, nil, fmt.Sprintf("output %d is not computed by the graph (a constant)", k)
+		}
+		if st.dtype != t.DType {
+			return nil, nil, fmt.Sprintf("output %d views a %s storage as %s", k, st.dtype, t.DType)
+		}
+		refs[k] = OutputRef{OutFresh, addSlot(st, result{kind: resultFresh, dtype: st.dtype, shape: st.shape})}
+	}
+	// Inputs the graph wrote (in-place updates) take their new values.
+	for i, t := range c.inputs {
+		st := e.storages[t.Addr]
+		if p.sig[i].alias == i && st != nil && st.pending != nil {
+			if st.dtype != p.sig[i].stDType || !slices.Equal(st.shape, p.sig[i].stShape) {
+				return nil, nil, fmt.Sprintf("input %d changes its storage's dtype or shape", i)
+			}
+			addSlot(st, result{kind: resultInput, index: i})
+			p.sig[i].bound = true
+			p.sig[i].written = true
+		}
+	}
+	// Any other value still pending is computed too (nothing reads it at replay).
+	for _, st := range g.pending {
+		if st.pending != nil {
+			addSlot(st, result{kind: resultDrop})
+		}
+	}
+	text, used := g.b.Module(vals)
+	p.text = text
+	bufInput := map[*pjrt.Buffer]int{}
+	for i, t := range c.inputs {
+		if st := e.storages[t.Addr]; st != nil && st.buf != nil && p.sig[i].alias == i {
+			bufInput[st.buf] = i
+			p.sig[i].bound = true
+		}
+	}
+	for _, u := range used {
+		buf := g.params[u]
+		switch {
+		case hasKey(bufInput, buf):
+			p.binds = append(p.binds, bind{kind: bindInput, index: bufInput[buf]})
+		case hasKey(c.seeds, buf):
+			p.binds = append(p.binds, bind{kind: bindSeed, index: c.seeds[buf]})
+		case hasKey(c.offsets, buf):
+			p.binds = append(p.binds, bind{kind: bindOffset, index: c.offsets[buf]})
+			p.sig[c.offsets[buf]].sliding = true
+		default:
+			cp, err := e.copyBuffer(buf)
+			if err != nil {
+				return nil, nil, fmt.Sprintf("keeping a constant: %v", err)
+			}
+			p.binds = append(p.binds, bind{kind: bindConst, buf: cp})
+		}
+		p.captureArgs = append(p.captureArgs, buf)
+	}
+	if os.Getenv("TORCHTPU_DONATE") != "0" {
+		p.donated = p.donateWritten()
+	}
+	return p, refs, ""
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// copyBuffer returns a new buffer holding b's value (a program's own copy of a
+// constant: scalar inputs and uploads are freed or evicted by the engine).
+func (e *Engine) copyBuffer(b *pjrt.Buffer) (*pjrt.Buffer, error) {
+	raw := make([]byte, b.Size())
+	if err := b.ToHost(raw); err != nil {
+		return nil, err
+	}
+	return e.client.BufferFromHost(raw, b.DType(), b.Dims(), b.Device())
+}
+
+// launchCaptured compiles p and runs it on the buffers the capture recorded;
+// the results become the values of the storages that were pending.
+func (e *Engine) launchCaptured(p *Program) error {
+	g := e.g
+	e.g = newGraph()
+	defer func() {
+		for _, b := range g.retired {
+			b.Destroy()
+		}
+	}()
+	for _, st := range g.pending {
+		st.pending = nil
+	}
+	exe, err := e.executable(p.text)
+	if err != nil {
+		return err
+	}
+	p.exe = exe
+	results, ev, err := exe.Execute(p.captureArgs, 0)
+	p.captureArgs = nil
+	if err != nil {
+		return fmt.Errorf("torchtpu: executing a compiled graph of %d ops: %w", g.ops, err)
+	}
+	e.m.Executions++
+	for k, st := range p.captured {
+		e.dropBuffer(st.buf)
+		st.buf = results[k]
+	}
+	p.captured = nil
+	e.track(ev)
+	return nil
+}
+
+// track keeps the completion event of launched work, dropping finished ones.
+func (e *Engine) track(ev *pjrt.Event) {
+	e.events = append(e.events, ev)
+	for len(e.events) > 1 && e.events[0].IsReady() {
+		e.events[0].Destroy()
+		e.events = e.events[1:]
+	}
+}

@@ -1,0 +1,293 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"torchtpu/dispatch"
+	"torchtpu/hlo"
+	"torchtpu/pjrt"
+)
+
+// Program is one captured graph compiled to one executable. A replay binds
+// the input tensors' buffers by position, launches the executable and hands
+// back its results: no rule runs and no module text is rendered.
+type Program struct {
+	text    string
+	exe     *pjrt.Executable
+	sig     []inputSig
+	binds   []bind
+	results []result
+	nseeds  int
+	donated []int // inputs whose buffers the program takes over (donate.go)
+
+	// Set between capture and the first launch only.
+	captured    []*Storage
+	captureArgs []*pjrt.Buffer
+}
+
+// inputSig is what a replay's input must match: the view the rules saw and
+// the storage value the program reads.
+type inputSig struct {
+	dtype   dispatch.DType
+	offset  int64
+	sizes   []int64
+	strides []int64
+	alias   int // the first input sharing this input's storage (itself when none)
+	stDType dispatch.DType
+	stShape []int64
+	bound   bool // the program reads the storage's buffer
+	sliding bool // the program reads the view at a runtime offset
+	written bool // the program writes the storage
+}
+
+// bind is the source of one executable parameter.
+type bind struct {
+	kind  int
+	index int          // bindInput: the input; bindSeed: the seed
+	buf   *pjrt.Buffer // bindConst: the program's own copy
+}
+
+const (
+	bindInput = iota
+	bindSeed
+	bindConst
+	bindOffset // the storage offset of a sliding input, in elements
+)
+
+// result is the destination of one executable result.
+type result struct {
+	kind  int
+	index int // resultInput: the input whose storage takes the value
+	dtype dispatch.DType
+	shape []int64
+}
+
+const (
+	resultFresh = iota // a new storage, returned to the caller
+	resultInput        // the new value of an input's storage (an in-place update)
+	resultDrop         // computed at capture only
+)
+
+func (e *Engine) inputSig(t *TensorDesc, alias int) inputSig {
+	s := inputSig{dtype: t.DType, offset: t.Offset, sizes: slices.Clone(t.Sizes), strides: slices.Clone(t.Strides), alias: alias}
+	if st := e.storages[t.Addr]; st != nil {
+		s.stDType, s.stShape = st.dtype, slices.Clone(st.shape)
+	}
+	return s
+}
+
+// MismatchError reports replay inputs that differ from the captured ones in
+// a way the program depends on; the caller captures another program.
+type MismatchError struct{ Reason string }
+
+func (e *MismatchError) Error() string {
+	return "torchtpu: compiled program inputs differ: " + e.Reason
+}
+
+// release frees the program's own buffers.
+func (p *Program) release() {
+	for _, b := range p.binds {
+		if b.kind == bindConst {
+			b.buf.Destroy()
+		}
+	}
+	p.binds = nil
+}
+
+// ProgramSeeds returns how many seeds a replay of program h takes (one per
+// random op, drawn in op order from the device generator).
+func (e *Engine) ProgramSeeds(h int64) int {
+	if p := e.programs.get(h); p != nil {
+		return p.nseeds
+	}
+	return 0
+}
+
+// ProgramOutputs returns how many new storages a replay of program h returns.
+func (e *Engine) ProgramOutputs(h int64) int {
+	if p := e.programs.get(h); p != nil {
+		return e.programOutputs(p)
+	}
+	return 0
+}
+
+func (e *Engine) programOutputs(p *Program) int {
+	n := 0
+	for _, r := range p.results {
+		if r.kind == resultFresh {
+			n++
+		}
+	}
+	return n
+}
+
+// FreeProgram releases program h.
+func (e *Engine) FreeProgram(h int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.programs.remove(h); p != nil {
+		p.release()
+	}
+}
+
+// RunProgram replays program h on inputs with fresh seeds: in-place updates go
+// to the inputs' storages and the other results come back as new storages.
+func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOuts int) ([]OutTensor, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready(); err != nil {
+		return nil, err
+	}
+	p := e.programs.get(h)
+	if p == nil {
+		return nil, fmt.Errorf("torchtpu: no compiled program %d", h)
+	}
+	if e.capture != nil {
+		return nil, fmt.Errorf("torchtpu: a compiled program cannot run while a graph is being captured")
+	}
+	if len(inputs) != len(p.sig) || len(seeds) != p.nseeds {
+		return nil, &MismatchError{fmt.Sprintf("%d inputs and %d seeds, the program takes %d and %d", len(inputs), len(seeds), len(p.sig), p.nseeds)}
+	}
+	if n := e.programOutputs(p); n > maxOuts {
+		return nil, fmt.Errorf("torchtpu: a compiled program gives %d results, the caller allows %d", n, maxOuts)
+	}
+	sts := make([]*Storage, len(inputs))
+	for i, t := range inputs {
+		st, err := e.storage(t.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("torchtpu: compiled program input %d: %w", i, err)
+		}
+		if st.pending != nil {
+			if err := e.flush(); err != nil {
+				return nil, err
+			}
+		}
+		if err := e.materialize(st, t.DType); err != nil {
+			return nil, err
+		}
+		sts[i] = st
+	}
+	first := map[uint64]int{}
+	for i, t := range inputs {
+		if _, ok := first[t.Addr]; !ok {
+			first[t.Addr] = i
+		}
+		if err := p.sig[i].check(i, t, sts[i], first[t.Addr]); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.releaseDonors(p, sts); err != nil {
+		return nil, err
+	}
+	args := make([]*pjrt.Buffer, len(p.binds))
+	var seedBufs []*pjrt.Buffer
+	defer func() {
+		for _, b := range seedBufs {
+			b.Destroy()
+		}
+	}()
+	for k, b := range p.binds {
+		switch b.kind {
+		case bindInput:
+			args[k] = sts[b.index].buf
+		case bindConst:
+			args[k] = b.buf
+		case bindSeed, bindOffset:
+			var v int64
+			if b.kind == bindOffset {
+				v = inputs[b.index].Offset
+			} else {
+				v = seeds[b.index]
+			}
+			buf, err := e.client.BufferFromHost(encodeInt(v, hlo.S64), pjrt.S64, nil, 0)
+			if err != nil {
+				return nil, fmt.Errorf("torchtpu: uploading a scalar input: %w", err)
+			}
+			seedBufs = append(seedBufs, buf)
+			args[k] = buf
+		}
+	}
+	results, ev, err := p.exe.Execute(args, 0)
+	if err != nil {
+		return nil, fmt.Errorf("torchtpu: executing a compiled program: %w", err)
+	}
+	e.m.Executions++
+	e.track(ev)
+	var outs []OutTensor
+	for k, r := range p.results {
+		switch r.kind {
+		case resultFresh:
+			n := numel(r.shape) * int64(r.dtype.Size())
+			addr, err := e.newStorage(n, 0)
+			if err != nil {
+				for _, b := range results[k:] {
+					b.Destroy()
+				}
+				return nil, err
+			}
+			st := e.storages[addr]
+			st.shaped, st.dtype, st.shape, st.buf = true, r.dtype, r.shape, results[k]
+			outs = append(outs, OutTensor{Addr: addr, NBytes: n, DType: r.dtype, Sizes: r.shape})
+		case resultInput:
+			st := sts[r.index]
+			e.dropBuffer(st.buf)
+			st.buf = results[k]
+		default:
+			results[k].Destroy()
+		}
+	}
+	return outs, nil
+}
+
+// check compares replay input i with the captured one.
+func (s *inputSig) check(i int, t *TensorDesc, st *Storage, alias int) error {
+	switch {
+	case t.CPU:
+		return &MismatchError{fmt.Sprintf("input %d is a CPU tensor", i)}
+	case alias != s.alias:
+		return &MismatchError{fmt.Sprintf("input %d shares a storage with input %d, captured with input %d", i, alias, s.alias)}
+	case t.DType != s.dtype || !slices.Equal(t.Sizes, s.sizes):
+		return &MismatchError{fmt.Sprintf("input %d is %s%v, captured as %s%v", i, t.DType, t.Sizes, s.dtype, s.sizes)}
+	case s.sliding && !s.written && (!slices.Equal(t.Strides, s.strides) || t.Offset+numel(t.Sizes) > numel(st.shape)):
+		return &MismatchError{fmt.Sprintf("input %d has strides %v, captured with %v, or reaches past its storage", i, t.Strides, s.strides)}
+	case (!s.sliding || s.written) && (t.Offset != s.offset || !slices.Equal(t.Strides, s.strides)):
+		return &MismatchError{fmt.Sprintf("input %d has offset %d and strides %v, captured with %d and %v", i, t.Offset, t.Strides, s.offset, s.strides)}
+	case s.bound && (st.dtype != s.stDType || !slices.Equal(st.shape, s.stShape)):
+		return &MismatchError{fmt.Sprintf("input %d's storage holds %s%v, captured as %s%v", i, st.dtype, st.shape, s.stDType, s.stShape)}
+	}
+	return nil
+}
+
+// programTable holds the live programs by handle.
+type programTable struct {
+	mu   sync.Mutex
+	next int64
+	m    map[int64]*Program
+}
+
+func (t *programTable) add(p *Program) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[int64]*Program{}
+	}
+	t.next++
+	t.m[t.next] = p
+	return t.next
+}
+
+func (t *programTable) get(h int64) *Program {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[h]
+}
+
+func (t *programTable) remove(h int64) *Program {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.m[h]
+	delete(t.m, h)
+	return p
+}

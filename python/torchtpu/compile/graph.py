@@ -1,0 +1,173 @@
+"""CompiledGraph: one AOTAutograd FX graph (forward, backward or inference) run as tpu programs.
+
+The first call with real tpu tensors captures: the graph runs once on its inputs while the engine
+records every op into one pending graph instead of running it, then the engine compiles that graph
+into one program whose parameters are the inputs by position, and runs it. Later calls replay: the
+inputs' buffers are bound and the cached executable launched, with no per-op dispatch. A graph that
+cannot become one program (an op without a tpu rule, a value read to the host, a CPU tensor input)
+runs eagerly on tpu from then on, counted in torch.tpu.metrics()."""
+
+import hashlib
+import weakref
+
+import torch
+
+from . import stats
+
+
+def _free(handles):
+    from .. import _lib
+
+    lib = _lib.lib()
+    for h in handles:
+        lib.ttpu_program_free(h)
+
+
+class _Output:
+    """Where one graph output comes from at replay."""
+
+    __slots__ = ("kind", "index", "sizes", "strides", "offset", "direct", "value")
+
+    CONST, FRESH, INPUT = 0, 1, 2
+
+
+class _Program:
+    __slots__ = ("handle", "outputs", "checked")
+
+    def __init__(self, handle, outputs):
+        self.handle, self.outputs, self.checked = handle, outputs, False
+
+    def rebuild(self, results, tensors):
+        out = []
+        check = not self.checked
+        for o in self.outputs:
+            if o.kind == _Output.FRESH:
+                t = results[o.index]
+                if check:
+                    o.direct = tuple(t.shape) == o.sizes and t.is_contiguous() and o.offset == 0
+                if not o.direct:
+                    t = t.as_strided(o.sizes, o.strides, o.offset)
+                out.append(t)
+            elif o.kind == _Output.INPUT:
+                # o.offset is relative to the input's own offset (a sliding input moves).
+                src = tensors[o.index]
+                if check:
+                    o.direct = tuple(src.shape) == o.sizes and src.stride() == o.strides and o.offset == 0
+                out.append(src if o.direct else src.as_strided(o.sizes, o.strides, src.storage_offset() + o.offset))
+            else:
+                out.append(o.value)
+        self.checked = True
+        return out
+
+
+def _is_dynamic(gm):
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        v = node.meta.get("val", node.meta.get("example_value"))
+        if isinstance(v, torch.SymInt | torch.SymFloat):
+            return True
+        if isinstance(v, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in v.shape):
+            return True
+    return False
+
+
+class CompiledGraph:
+    """The callable a fw/bw/inference compiler returns (boxed: it takes the argument list)."""
+
+    _boxed_call = True
+
+    def __init__(self, gm, slot):
+        self._boxed_call = True  # an instance attribute: wrappers (functools.wraps) copy it
+        self.gm = gm
+        self.slot = slot
+        self.digest = hashlib.sha256(gm.code.encode()).hexdigest()[:16]
+        self.dynamic = _is_dynamic(gm)
+        self.programs = {}
+        self.fallback = None
+        self._handles = []
+        weakref.finalize(self, _free, self._handles)
+
+    def __call__(self, *args):
+        # Boxed (one list of the graph's inputs) or, behind wrappers that drop _boxed_call, unboxed.
+        args = list(args[0]) if len(args) == 1 and isinstance(args[0], list) else list(args)
+        if self.fallback is not None:
+            stats.bump("compiled_fallback_calls")
+            return self._eager(args)
+        tensors, scalars = [], []
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                if a.device.type != "tpu":
+                    self._set_fallback(f"input on {a.device.type} (a compiled program takes tpu tensors only)")
+                    stats.bump("compiled_fallback_calls")
+                    return self._eager(args)
+                tensors.append(a)
+            elif isinstance(a, int | float | bool):
+                scalars.append(a)
+        key = (tuple(scalars), tuple(tuple(t.shape) for t in tensors)) if self.dynamic else tuple(scalars)
+        mismatch = None
+        for prog in self.programs.get(key, ()):
+            results, mismatch = torch.ops.torchtpu.run_program(prog.handle, tensors)
+            if not mismatch:
+                stats.bump("compiled_replays")
+                return prog.rebuild(results, tensors)
+        return self._capture(args, tensors, scalars, key, mismatch)
+
+    def _eager(self, args):
+        out = self.gm(*args)
+        return list(out) if isinstance(out, tuple | list) else [out]
+
+    def _set_fallback(self, reason):
+        self.fallback = reason
+        stats.note_fallback(reason)
+
+    def _capture(self, args, tensors, scalars, key, mismatch):
+        from ..metrics import metrics
+
+        before = metrics()["cpu_fallbacks"]
+        torch.ops.torchtpu.capture_begin(tensors)
+        try:
+            outs = self.gm(*args)
+        except BaseException:
+            torch.ops.torchtpu.capture_abort()
+            raise
+        outs = list(outs) if isinstance(outs, tuple | list) else [outs]
+        touts = [o for o in outs if isinstance(o, torch.Tensor)]
+        if any(o.device.type != "tpu" for o in touts):
+            torch.ops.torchtpu.capture_abort()
+            self._set_fallback("an output is not a tpu tensor")
+            return outs
+        handle, kinds, indices, reason = torch.ops.torchtpu.capture_end(tensors, touts)
+        if handle == 0:
+            after = metrics()["cpu_fallbacks"]
+            ops = sorted(op for op, n in after.items() if n > before.get(op, 0))
+            if ops:
+                reason = f"ops without a tpu rule ran on CPU ({', '.join(ops)})"
+            self._set_fallback(reason)
+            return outs
+        self._handles.append(handle)
+        outputs, k = [], 0
+        for o in outs:
+            r = _Output()
+            if isinstance(o, torch.Tensor):
+                r.kind = _Output.FRESH if kinds[k] == 0 else _Output.INPUT
+                r.index = indices[k]
+                r.sizes, r.strides, r.offset = tuple(o.shape), tuple(o.stride()), o.storage_offset()
+                if r.kind == _Output.INPUT:
+                    if tensors[r.index].dtype != o.dtype:
+                        self._set_fallback("an output views an input as another dtype")
+                        return outs
+                    r.offset -= tensors[r.index].storage_offset()
+                k += 1
+            else:
+                r.kind, r.value = _Output.CONST, o
+            outputs.append(r)
+        self.programs.setdefault(key, []).append(_Program(handle, outputs))
+        parts = {
+            "shapes": [tuple(t.shape) for t in tensors],
+            "dtypes": [str(t.dtype).removeprefix("torch.") for t in tensors],
+            "graph": self.digest,
+            "ints": tuple(scalars),
+        }
+        stats.note_program(self.slot, parts, mismatch or None)
+        return outs
