@@ -40,15 +40,6 @@ func deviceTensor(t *testing.T, e *Engine, d int, vals []float32) *TensorDesc {
 	return desc
 }
 
-func readF32(t *testing.T, e *Engine, d *TensorDesc) []float32 {
-	t.Helper()
-	b := make([]byte, 4*d.Sizes[0])
-	if err := e.ToHost(d, b); err != nil {
-		t.Fatal(err)
-	}
-	return f32s(b)
-}
-
 // TestPendingGraphPerDevice records fused work on two devices, interleaved:
 // each device keeps its own graph, and results land on the inputs' device.
 func TestPendingGraphPerDevice(t *testing.T) {
