@@ -90,14 +90,14 @@ func ttpu_has_rule(op *C.char) C.int32_t {
 }
 
 //export ttpu_op
-func ttpu_op(op *C.char, args *C.ttpu_arg, nargs C.int32_t, outs *C.ttpu_out, maxouts C.int32_t, nouts *C.int32_t, err *C.char, errlen C.int64_t) (status C.ttpu_status) {
+func ttpu_op(op *C.char, args *C.ttpu_arg, nargs C.int32_t, device C.int32_t, outs *C.ttpu_out, maxouts C.int32_t, nouts *C.int32_t, err *C.char, errlen C.int64_t) (status C.ttpu_status) {
 	*nouts = 0
 	name := C.GoString(op)
 	var resize *engine.ResizeError
 	noRule := false
 	status = guard(err, errlen, func() error {
 		goArgs := marshalArgs(unsafe.Slice(args, int(nargs)))
-		res, e := eng.Op(name, goArgs)
+		res, e := eng.OpOn(name, int(device), goArgs)
 		if errors.Is(e, engine.ErrNoRule) {
 			noRule = true
 			return e
@@ -236,3 +236,14 @@ func ttpu_memory_allocated() C.int64_t { return C.int64_t(eng.MemoryAllocated())
 
 //export ttpu_mark_forked
 func ttpu_mark_forked() { eng.MarkForked() }
+
+//export ttpu_all_reduce_devices
+func ttpu_all_reduce_devices(addrs *C.uint64_t, n C.int32_t, op *C.char, err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, func() error {
+		list := make([]uint64, int(n))
+		for i, a := range unsafe.Slice(addrs, int(n)) {
+			list[i] = uint64(a)
+		}
+		return eng.AllReduceDevices(list, C.GoString(op))
+	})
+}

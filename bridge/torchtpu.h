@@ -111,8 +111,10 @@ int32_t ttpu_has_rule(const char* op);
  * out= variants) are written into that argument's storage and not returned;
  * every other result is returned in outs, in schema order. With
  * TTPU_NEEDS_RESIZE, outs[k] holds the sizes each mutated out= argument must
- * have (in argument order); the caller resizes them and calls again. */
-ttpu_status ttpu_op(const char* op, const ttpu_arg* args, int32_t nargs, ttpu_out* outs,
+ * have (in argument order); the caller resizes them and calls again. device is
+ * the device the shim assigns the op (its tensors', a device argument's, or the
+ * current one); new results are created there. */
+ttpu_status ttpu_op(const char* op, const ttpu_arg* args, int32_t nargs, int32_t device, ttpu_out* outs,
                     int32_t maxouts, int32_t* nouts, char* err, int64_t errlen);
 
 /* ttpu_from_host writes nbytes of contiguous host data (dst's dtype, dst's sizes) into the view dst. */
@@ -123,6 +125,11 @@ ttpu_status ttpu_to_host(const ttpu_tensor* src, void* dst, int64_t nbytes, char
 
 /* ttpu_storage_copy copies the first nbytes of storage src into storage dst (used by resize_). */
 ttpu_status ttpu_storage_copy(uint64_t dst, uint64_t src, int64_t nbytes, char* err, int64_t errlen);
+
+/* ttpu_all_reduce_devices reduces n storages, addrs[i] on device i, with op
+ * ("sum", "product", "min", "max") in one XLA program run on n replicas, and
+ * writes the result into each storage. */
+ttpu_status ttpu_all_reduce_devices(const uint64_t* addrs, int32_t n, const char* op, char* err, int64_t errlen);
 
 /* ttpu_synchronize flushes pending work and waits for the device to finish it. */
 ttpu_status ttpu_synchronize(char* err, int64_t errlen);

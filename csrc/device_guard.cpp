@@ -3,7 +3,9 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include "events.h"
 #include "fork.h"
+#include "streams.h"
 #include "torchtpu.h"
 
 namespace torchtpu {
@@ -25,7 +27,7 @@ c10::DeviceIndex current_device() { return tls_current_device; }
 void set_device(c10::DeviceIndex index) {
   check_not_forked();
   auto n = device_count();
-  TORCH_CHECK(index >= 0 && (index < n || (n == 0 && index == 0)), "torchtpu: invalid device index ", index,
+  TORCH_CHECK(index >= 0 && (index < n || (n == 0 && index == 0)), "torchtpu: invalid device index ", static_cast<int>(index),
               " (", static_cast<int>(n), " tpu devices)");
   tls_current_device = index;
 }
@@ -65,43 +67,51 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     }
   }
 
-  c10::Stream getStream(c10::Device d) const override {
+  c10::Stream getStream(c10::Device d) const override { return current_stream(resolve_index(d.index())); }
+
+  c10::Stream getDefaultStream(c10::Device d) const override {
     return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, resolve_index(d.index())));
   }
 
-  c10::Stream getDefaultStream(c10::Device d) const override { return getStream(d); }
+  c10::Stream getNewStream(c10::Device d, int priority) const override { return new_stream(resolve_index(d.index())); }
 
-  c10::Stream getNewStream(c10::Device d, int priority) const override { return getStream(d); }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool isHighPriority) const override {
+    return new_stream(resolve_index(d.index()));
+  }
 
-  c10::Stream getStreamFromGlobalPool(c10::Device d, bool isHighPriority) const override { return getStream(d); }
-
-  c10::Stream exchangeStream(c10::Stream s) const override { return getStream(s.device()); }
+  c10::Stream exchangeStream(c10::Stream s) const override { return exchange_stream(s); }
 
   c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }
 
-  bool queryStream(const c10::Stream& stream) const override { return true; }
-
-  void synchronizeStream(const c10::Stream& stream) const override { synchronizeDevice(stream.device_index()); }
-
-  void synchronizeDevice(const c10::DeviceIndex device_index) const override {
-    check_not_forked();
-    char err[4096] = {0};
-    if (ttpu_synchronize(err, sizeof(err)) != TTPU_OK) {
-      TORCH_CHECK(false, err);
-    }
+  // Every stream of a device shares its ordered queue: a stream is idle when the device is.
+  bool queryStream(const c10::Stream& stream) const override {
+    synchronize_device(stream.device_index());
+    return true;
   }
 
-  // Events are trivial: work on the single stream of a device is ordered.
-  void destroyEvent(void* event, const c10::DeviceIndex device_index) const noexcept override {}
+  void synchronizeStream(const c10::Stream& stream) const override { synchronize_device(stream.device_index()); }
+
+  void synchronizeDevice(const c10::DeviceIndex device_index) const override { synchronize_device(device_index); }
+
+  void destroyEvent(void* event, const c10::DeviceIndex device_index) const noexcept override {
+    destroy_event(event);
+  }
 
   void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
-              const c10::EventFlag flag) const override {}
+              const c10::EventFlag flag) const override {
+    record_event(event, stream, device_index, flag);
+  }
 
+  // Work on any stream of the device runs after the work issued before the event: nothing to wait for.
   void block(void* event, const c10::Stream& stream) const override {}
 
-  bool queryEvent(void* event) const override { return true; }
+  bool queryEvent(void* event) const override { return query_event(event); }
 
-  void synchronizeEvent(void* event) const override {}
+  void synchronizeEvent(void* event) const override { synchronize_event(event); }
+
+  double elapsedTime(void* event1, void* event2, const c10::DeviceIndex device_index) const override {
+    return elapsed_ms(event1, event2);
+  }
 
   void recordDataPtrOnStream(const c10::DataPtr& data_ptr, const c10::Stream& stream) const override {}
 };

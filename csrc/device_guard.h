@@ -1,4 +1,4 @@
-// The tpu device guard: a current device per thread and one trivial stream per device.
+// The tpu device guard: a current device and stream per thread; streams and events (streams.h, events.h).
 #pragma once
 
 #include <c10/core/Device.h>

@@ -16,7 +16,7 @@ ttpu_status call_go(const ArgList& args, std::vector<ttpu_out>& outs) {
   outs.resize(kMaxOuts);
   int32_t nouts = 0;
   ErrBuf err;
-  ttpu_status st = ttpu_op(args.op().c_str(), args.data(), args.size(), outs.data(), kMaxOuts, &nouts, err.data(),
+  ttpu_status st = ttpu_op(args.op().c_str(), args.data(), args.size(), args.device(), outs.data(), kMaxOuts, &nouts, err.data(),
                            err.len());
   if (st == TTPU_OOM) {
     check(st, err, args.op().c_str());

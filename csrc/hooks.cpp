@@ -1,13 +1,13 @@
 #include "hooks.h"
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
-#include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
 #include "allocator.h"
 #include "device_guard.h"
 #include "fork.h"
 #include "generator.h"
+#include "pinned.h"
 
 namespace torchtpu {
 namespace {
@@ -47,10 +47,9 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
   // Storage addresses do not say which device they belong to; one device is addressed per process today.
   at::Device getDeviceFromPtr(void* data) const override { return at::Device(c10::DeviceType::PrivateUse1, 0); }
 
-  bool isPinnedPtr(const void* data) const override { return false; }
+  bool isPinnedPtr(const void* data) const override { return is_pinned(data); }
 
-  // There is no pinned host memory: pin_memory() gives ordinary host memory.
-  at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  at::Allocator* getPinnedMemoryAllocator() const override { return pinned_allocator(); }
 
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
     resize_storage_bytes(storage.unsafeGetStorageImpl(), newsize);

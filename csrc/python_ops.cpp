@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "device_guard.h"
+#include "events.h"
 #include "fallback.h"
 #include "fork.h"
 #include "generator.h"
@@ -69,6 +70,11 @@ void record_init_error(std::string message) { set_init_error(message); }
 
 void install_rule_kernels() { register_rule_kernels(); }
 
+// event_elapsed_ms serves torch.tpu.Event.elapsed_time from the events' ids (their addresses).
+double event_elapsed_ms(int64_t start, int64_t end) {
+  return elapsed_ms(reinterpret_cast<void*>(start), reinterpret_cast<void*>(end));
+}
+
 }  // namespace
 
 TORCH_LIBRARY(torchtpu, m) {
@@ -82,6 +88,7 @@ TORCH_LIBRARY(torchtpu, m) {
   m.def("set_device(int index) -> ()", &set_tpu_device);
   m.def("set_init_error(str message) -> ()", &record_init_error);
   m.def("register_rule_kernels() -> ()", &install_rule_kernels);
+  m.def("event_elapsed_ms(int start, int end) -> float", &event_elapsed_ms);
 }
 
 }  // namespace torchtpu

@@ -60,6 +60,7 @@ type Engine struct {
 	checkNaNs  bool          // TORCHTPU_CHECK_NANS=1
 	noDonate   bool          // TORCHTPU_DONATE=0
 	dumpWarned bool          // TORCHTPU_DUMP_DIR could not be written
+	dev        devices       // the device ops record for, and the others' pending state (devices.go)
 
 	capture        *capture // the program being captured, if any (capture.go)
 	captureAborted string   // why the last capture stopped early
@@ -122,7 +123,8 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 		return e.initErr
 	}
 	e.addrs, e.client, e.plugin, e.initErr = addrs, c, path, nil
-	e.options = pjrt.DefaultCompileOptions()
+	// With several devices, programs are portable: one executable runs on any of them.
+	e.options = pjrt.CompileOptions(c.DeviceCount() > 1)
 	if spec := os.Getenv("TORCHTPU_XLA_OPTIONS"); spec != "" {
 		opts, err := pjrt.WithOverrides(e.options, spec)
 		if err != nil {
@@ -215,8 +217,8 @@ func (e *Engine) dropBuffer(b *pjrt.Buffer) {
 	if b == nil {
 		return
 	}
-	if _, used := e.g.paramOf[b]; used {
-		e.g.retired = append(e.g.retired, b)
+	if g := e.graphReading(b); g != nil {
+		g.retired = append(g.retired, b)
 		return
 	}
 	b.Destroy()
@@ -253,7 +255,7 @@ func (e *Engine) MarkStep() error {
 	if err := e.ready(); err != nil {
 		return err
 	}
-	return e.flush()
+	return e.flushAll()
 }
 
 // MemoryAllocated returns the bytes of all live storages.

@@ -212,7 +212,7 @@ func (e *Engine) replay(p *opPlan, args []dispatch.Arg) (outs []OutTensor, ok bo
 	}
 	var sts []*Storage
 	for _, r := range p.results {
-		addr, err := e.newStorage(r.NBytes, 0)
+		addr, err := e.newStorage(r.NBytes, e.dev.cur)
 		if err != nil {
 			for _, st := range sts {
 				e.freeStorage(st)
@@ -224,7 +224,7 @@ func (e *Engine) replay(p *opPlan, args []dispatch.Arg) (outs []OutTensor, ok bo
 		sts = append(sts, st)
 		outs = append(outs, OutTensor{Addr: addr, NBytes: r.NBytes, DType: r.DType, Sizes: st.shape})
 	}
-	results, ev, err := prog.exe.Execute(bufs, 0)
+	results, ev, err := prog.exe.Execute(bufs, e.dev.cur)
 	if err != nil {
 		for _, st := range sts {
 			e.freeStorage(st)

@@ -94,7 +94,7 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	for i, p := range prog.used {
 		args[i] = g.params[p]
 	}
-	results, ev, err := prog.exe.Execute(args, 0)
+	results, ev, err := prog.exe.Execute(args, e.dev.cur)
 	if err != nil {
 		return nil, fmt.Errorf("torchtpu: executing a graph of %d ops: %w", g.ops, err)
 	}

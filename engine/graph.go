@@ -87,7 +87,7 @@ func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
 		}
 	}
 	elem := k.elem
-	buf, err := e.client.BufferFromHost(encodeScalar(math.Float64frombits(k.bits), elem), pjrtType(elem), nil, 0)
+	buf, err := e.client.BufferFromHost(encodeScalar(math.Float64frombits(k.bits), elem), pjrtType(elem), nil, e.dev.cur)
 	if err != nil {
 		panic(fmt.Errorf("uploading a scalar: %w", err))
 	}
@@ -100,7 +100,7 @@ func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
 // ScalarInt implements dispatch.Reader: an exact integer runtime input.
 // Unlike Scalar the buffer is not cached (seeds change every call).
 func (e *Engine) ScalarInt(v int64, elem hlo.Elem) *hlo.Value {
-	buf, err := e.client.BufferFromHost(encodeInt(v, elem), pjrtType(elem), nil, 0)
+	buf, err := e.client.BufferFromHost(encodeInt(v, elem), pjrtType(elem), nil, e.dev.cur)
 	if err != nil {
 		panic(fmt.Errorf("uploading a scalar: %w", err))
 	}
@@ -116,7 +116,7 @@ func (e *Engine) Int64Tensor(vals []int64, shape []int64) *hlo.Value {
 	for i, v := range vals {
 		copy(raw[8*i:], encodeInt(v, hlo.S64))
 	}
-	buf, err := e.client.BufferFromHost(raw, pjrt.S64, shape, 0)
+	buf, err := e.client.BufferFromHost(raw, pjrt.S64, shape, e.dev.cur)
 	if err != nil {
 		panic(fmt.Errorf("uploading indices: %w", err))
 	}
@@ -135,7 +135,7 @@ func (e *Engine) Synchronize() error {
 	if err := e.ready(); err != nil {
 		return err
 	}
-	if err := e.flush(); err != nil {
+	if err := e.flushAll(); err != nil {
 		return err
 	}
 	var first error

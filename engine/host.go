@@ -23,6 +23,9 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := e.useDevice(st.device); err != nil {
+		return err
+	}
 	if want := numel(t.Sizes) * int64(t.DType.Size()); int64(len(src)) != want {
 		return fmt.Errorf("torchtpu: copying %d host bytes into a %v %s tensor (%d bytes)", len(src), t.Sizes, t.DType, want)
 	}
@@ -84,6 +87,9 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	}
 	if err := checkBounds(st, t); err != nil {
 		return fmt.Errorf("torchtpu: copy to host: %v", err)
+	}
+	if err := e.useDevice(st.device); err != nil {
+		return err
 	}
 	e.m.D2HBytes += int64(len(dst))
 	if st.pending == nil && st.buf != nil && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {
@@ -194,6 +200,12 @@ func (e *Engine) StorageCopy(dst, src uint64, nbytes int64) error {
 	}
 	if !s.shaped || nbytes == 0 {
 		return nil
+	}
+	if s.device != d.device {
+		return fmt.Errorf("torchtpu: storage copy between tpu:%d and tpu:%d", s.device, d.device)
+	}
+	if err := e.useDevice(s.device); err != nil {
+		return err
 	}
 	size := int64(s.dtype.Size())
 	n := min(nbytes, s.nbytes, d.nbytes) / size

@@ -32,7 +32,7 @@ func (e *Engine) SetMode(m Mode) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.client != nil {
-		if err := e.flush(); err != nil {
+		if err := e.flushAll(); err != nil {
 			return err
 		}
 	}

@@ -20,8 +20,9 @@ func (e *Engine) HasRule(op string) bool {
 // here, in every mode), records its lowering into the pending graph, and the
 // mode's policy decides when the graph runs. Results that belong to mutated
 // arguments (in-place and out=) are written there; the others come back as
-// new storages.
-func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error) {
+// new storages. The op runs on its tensors' device; an op without tpu
+// tensors runs on device (the current device when device is -1).
+func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTensor, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.ready(); err != nil {
@@ -46,6 +47,13 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 			}
 		}
 	}()
+	dev, err := e.argsDevice(args, device)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.useDevice(dev); err != nil {
+		return nil, err
+	}
 	var sig hlo.Hash
 	planning := false
 	if e.mode == ModeStrict && !e.capturing() && e.g.ops == 0 && len(e.g.params) == 0 && len(e.g.pending) == 0 {
@@ -170,7 +178,7 @@ func (e *Engine) writeResult(d *TensorDesc, r *hlo.Value, what string) error {
 func (e *Engine) newOutput(r *hlo.Value) (OutTensor, error) {
 	d := dispatch.FromElem(r.T.Elem)
 	n := numel(r.T.Shape) * int64(d.Size())
-	addr, err := e.newStorage(n, 0)
+	addr, err := e.newStorage(n, e.dev.cur)
 	if err != nil {
 		return OutTensor{}, err
 	}

@@ -18,6 +18,9 @@ def _register_with_torch():
         torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
     printing.install()
     step.install()
+    from . import distributed
+
+    distributed.register()
     from . import compile as _compile
 
     _compile.install()

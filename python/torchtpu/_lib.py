@@ -26,6 +26,7 @@ _SIGNATURES = {
     "ttpu_mark_step": (_i32, [_c_char_p, _i64]),
     "ttpu_fallback_is_error": (_i32, []),
     "ttpu_has_rule": (_i32, [_c_char_p]),
+    "ttpu_all_reduce_devices": (_i32, [ctypes.POINTER(ctypes.c_uint64), _i32, _c_char_p, _c_char_p, _i64]),
     "ttpu_program_free": (None, [_i64]),
 }
 

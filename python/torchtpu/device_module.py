@@ -28,6 +28,7 @@ from .memory import (  # noqa: F401
 from .metrics import metrics, reset_metrics  # noqa: F401
 from .modes import get_mode, mode, set_mode  # noqa: F401
 from .step import mark_step  # noqa: F401
+from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream  # noqa: F401
 from .rng import (  # noqa: F401
     get_rng_state,
     get_rng_state_all,

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"torchtpu/hlo"
+	"torchtpu/pjrt"
+)
+
+// reduceBody is the region of stablehlo.all_reduce for each reduction.
+var reduceBody = map[string]string{
+	"sum":     "stablehlo.add",
+	"product": "stablehlo.multiply",
+	"min":     "stablehlo.minimum",
+	"max":     "stablehlo.maximum",
+}
+
+// allReduceModule is the replicated program: each replica's argument summed
+// (or multiplied, ...) across all replicas.
+func allReduceModule(t hlo.Type, op string, n int) string {
+	scalar := hlo.T(t.Elem).String()
+	groups := make([]string, n)
+	for i := range groups {
+		groups[i] = fmt.Sprint(i)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "module @all_reduce attributes {mhlo.num_replicas = %d : i32, mhlo.num_partitions = 1 : i32} {\n", n)
+	fmt.Fprintf(&sb, "  func.func public @main(%%arg0: %s) -> %s {\n", t, t)
+	fmt.Fprintf(&sb, "    %%0 = \"stablehlo.all_reduce\"(%%arg0) <{replica_groups = dense<[[%s]]> : tensor<1x%dxi64>}> ({\n", strings.Join(groups, ", "), n)
+	fmt.Fprintf(&sb, "    ^bb0(%%a: %s, %%b: %s):\n", scalar, scalar)
+	fmt.Fprintf(&sb, "      %%r = %s %%a, %%b : %s\n", reduceBody[op], scalar)
+	fmt.Fprintf(&sb, "      stablehlo.return %%r : %s\n", scalar)
+	fmt.Fprintf(&sb, "    }) : (%s) -> %s\n", t, t)
+	fmt.Fprintf(&sb, "    return %%0 : %s\n  }\n}\n", t)
+	return sb.String()
+}
+
+// AllReduceDevices reduces the storages at addrs, one per device (addrs[i]
+// on device i), with op ("sum", "product", "min" or "max") and writes the
+// result into each of them. It is one XLA program compiled for len(addrs)
+// replicas and launched once on all of them, so its all_reduce runs inside
+// XLA. The storages must hold whole values of one shape and dtype.
+func (e *Engine) AllReduceDevices(addrs []uint64, op string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.ready(); err != nil {
+		return err
+	}
+	if _, ok := reduceBody[op]; !ok {
+		return fmt.Errorf("torchtpu: all_reduce across devices: unknown reduction %q (sum, product, min or max)", op)
+	}
+	n := len(addrs)
+	if n < 1 || n > e.client.DeviceCount() {
+		return fmt.Errorf("torchtpu: all_reduce across devices: %d tensors for %d devices", n, e.client.DeviceCount())
+	}
+	if err := e.flushAll(); err != nil {
+		return err
+	}
+	sts := make([]*Storage, n)
+	for i, a := range addrs {
+		st, err := e.storage(a)
+		if err != nil {
+			return err
+		}
+		if st.device != i {
+			return fmt.Errorf("torchtpu: all_reduce across devices: tensor %d is on tpu:%d, expected tpu:%d", i, st.device, i)
+		}
+		if !st.shaped || st.buf == nil {
+			return fmt.Errorf("torchtpu: all_reduce across devices: tensor %d holds no value", i)
+		}
+		if i > 0 && (st.dtype != sts[0].dtype || fmt.Sprint(st.shape) != fmt.Sprint(sts[0].shape)) {
+			return fmt.Errorf("torchtpu: all_reduce across devices: tensor %d is %v %s, tensor 0 is %v %s", i, st.shape, st.dtype, sts[0].shape, sts[0].dtype)
+		}
+		sts[i] = st
+	}
+	t := hlo.T(sts[0].dtype.Elem(), sts[0].shape...)
+	exe, err := e.collectiveProgram(allReduceModule(t, op, n), n)
+	if err != nil {
+		return err
+	}
+	args := make([][]*pjrt.Buffer, n)
+	for i, st := range sts {
+		args[i] = []*pjrt.Buffer{st.buf}
+	}
+	outs, err := exe.ExecuteReplicated(args)
+	if err != nil {
+		return fmt.Errorf("torchtpu: all_reduce across %d devices: %w", n, err)
+	}
+	e.m.Executions++
+	for i, st := range sts {
+		e.dropBuffer(st.buf)
+		st.buf = outs[i][0]
+	}
+	return nil
+}
+
+// collectiveProgram compiles (once) a program for n replicas.
+func (e *Engine) collectiveProgram(text string, n int) (*pjrt.Executable, error) {
+	if exe, ok := e.dev.programs[text]; ok {
+		return exe, nil
+	}
+	exe, err := e.client.Compile(text, pjrt.ReplicatedCompileOptions(n))
+	if err != nil {
+		return nil, fmt.Errorf("torchtpu: compiling a collective for %d devices: %w", n, err)
+	}
+	e.m.GraphsCompiled++
+	if e.dev.programs == nil {
+		e.dev.programs = map[string]*pjrt.Executable{}
+	}
+	e.dev.programs[text] = exe
+	return exe, nil
+}

@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"fmt"
+
+	"torchtpu/dispatch"
+	"torchtpu/pjrt"
+)
+
+// devices holds the pending state of every device but the one being
+// recorded: each device has its own pending graph and its own cache of scalar
+// buffers (a program reads buffers on the device it runs on). e.g, e.scalars
+// and e.scalarOf belong to device cur; the others wait in parked.
+type devices struct {
+	cur      int
+	parked   map[int]*deviceState
+	programs map[string]*pjrt.Executable // replicated collective programs by text (collective.go)
+}
+
+// deviceState is one device's pending graph and scalar buffers.
+type deviceState struct {
+	g        *graph
+	scalars  map[scalarKey]*pjrt.Buffer
+	scalarOf map[*pjrt.Buffer]scalarKey
+}
+
+// useDevice makes d the device that ops record for, parking the current
+// device's pending state. It does not flush: each device keeps its graph.
+func (e *Engine) useDevice(d int) error {
+	if d == e.dev.cur {
+		return nil
+	}
+	if n := e.client.DeviceCount(); d < 0 || d >= n {
+		return fmt.Errorf("torchtpu: invalid device index %d (%d tpu devices)", d, n)
+	}
+	if e.dev.parked == nil {
+		e.dev.parked = map[int]*deviceState{}
+	}
+	e.dev.parked[e.dev.cur] = &deviceState{g: e.g, scalars: e.scalars, scalarOf: e.scalarOf}
+	next, ok := e.dev.parked[d]
+	if ok {
+		delete(e.dev.parked, d)
+	} else {
+		next = &deviceState{g: newGraph(), scalars: map[scalarKey]*pjrt.Buffer{}, scalarOf: map[*pjrt.Buffer]scalarKey{}}
+	}
+	e.g, e.scalars, e.scalarOf = next.g, next.scalars, next.scalarOf
+	e.dev.cur = d
+	return nil
+}
+
+// Op is OpOn on the current device.
+func (e *Engine) Op(op string, args []dispatch.Arg) ([]OutTensor, error) {
+	return e.OpOn(op, -1, args)
+}
+
+// argsDevice returns the device of the op's tensor arguments (zero-dim CPU
+// tensors aside), or fallback (the current device when -1) when there are
+// none. Tensors on two devices are refused with PyTorch's message.
+func (e *Engine) argsDevice(args []dispatch.Arg, fallback int) (int, error) {
+	dev, found := e.dev.cur, false
+	if fallback >= 0 {
+		dev = fallback
+	}
+	for _, a := range args {
+		for _, h := range a.Handles {
+			t, ok := h.(*TensorDesc)
+			if !ok || t == nil || t.CPU || t.Addr == 0 {
+				continue
+			}
+			st, ok := e.storages[t.Addr]
+			if !ok {
+				continue
+			}
+			if found && st.device != dev {
+				return 0, fmt.Errorf("Expected all tensors to be on the same device, but found at least two devices, tpu:%d and tpu:%d!", min(dev, st.device), max(dev, st.device))
+			}
+			dev, found = st.device, true
+		}
+	}
+	return dev, nil
+}
+
+// useStorageDevice selects the device of the storage at addr (for host copies).
+func (e *Engine) useStorageDevice(addr uint64) error {
+	st, ok := e.storages[addr]
+	if !ok {
+		return nil
+	}
+	return e.useDevice(st.device)
+}
+
+// flushAll runs the pending graph of every device, leaving the current one selected.
+func (e *Engine) flushAll() error {
+	cur := e.dev.cur
+	var pending []int
+	for d, s := range e.dev.parked {
+		if s.g.ops > 0 || len(s.g.pending) > 0 || len(s.g.extra) > 0 {
+			pending = append(pending, d)
+		}
+	}
+	for _, d := range pending {
+		if err := e.useDevice(d); err != nil {
+			return err
+		}
+		if err := e.flush(); err != nil {
+			return err
+		}
+	}
+	if err := e.useDevice(cur); err != nil {
+		return err
+	}
+	return e.flush()
+}
+
+// graphReading returns the pending graph of any device that reads buffer b.
+func (e *Engine) graphReading(b *pjrt.Buffer) *graph {
+	if _, used := e.g.paramOf[b]; used {
+		return e.g
+	}
+	for _, s := range e.dev.parked {
+		if _, used := s.g.paramOf[b]; used {
+			return s.g
+		}
+	}
+	return nil
+}
