@@ -153,6 +153,16 @@ int64_t ttpu_metrics_json(char* buf, int64_t len);
 /* ttpu_reset_metrics zeroes every counter. */
 void ttpu_reset_metrics(void);
 
+/* ttpu_trace_start clears the engine's event buffer and records compiles,
+ * executions (with completion times), transfers, flushes and CPU fallbacks,
+ * up to limit events (0: the default), until ttpu_trace_stop. */
+ttpu_status ttpu_trace_start(int64_t limit, char* err, int64_t errlen);
+
+/* ttpu_trace_stop stops recording and writes the events as JSON into buf; it
+ * returns the length needed (the NUL included). When that is more than len,
+ * nothing is lost: call again with a larger buffer. */
+int64_t ttpu_trace_stop(char* buf, int64_t len);
+
 /* ttpu_live_storages returns the number of storages alive; ttpu_memory_allocated their bytes. */
 int64_t ttpu_live_storages(void);
 int64_t ttpu_memory_allocated(void);

@@ -59,6 +59,12 @@ type Engine struct {
 	checkNaNs  bool          // TORCHTPU_CHECK_NANS=1
 	noDonate   bool          // TORCHTPU_DONATE=0
 	dumpWarned bool          // TORCHTPU_DUMP_DIR could not be written
+	tr         tracer                // the event buffer of torch.tpu.trace (trace.go)
+	why        string                // the reason of the next flush (events.go)
+	fl         flushCtx              // the flush in progress
+	sites      map[string][]*progSig // programs compiled per call site (recompile.go)
+	lastReason string                // the explanation of the latest new program
+	logs       logTopics             // TORCHTPU_LOG topics
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.
@@ -81,7 +87,8 @@ func New() *Engine {
 		fused:    20000,
 		initErr:  errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),
 	}
-	e.m.Fallbacks = map[string]int64{}
+	e.m = newMetrics()
+	e.logs = readLogTopics()
 	e.limit = memoryLimit()
 	e.checkNaNs = os.Getenv("TORCHTPU_CHECK_NANS") == "1"
 	e.noDonate = os.Getenv("TORCHTPU_DONATE") == "0"
@@ -248,6 +255,7 @@ func (e *Engine) MarkStep() error {
 	if err := e.ready(); err != nil {
 		return err
 	}
+	e.why = whyStepMark
 	return e.flush()
 }
 

@@ -121,12 +121,19 @@ func (e *Engine) Op(op string, args []dispatch.Arg) (outs []OutTensor, err error
 	}
 	e.m.OpsRecorded++
 	e.g.ops++
+	if len(e.g.first) < maxFirstOps {
+		e.g.first = append(e.g.first, op)
+	}
 	var plan *opPlan
 	if planning {
 		plan = e.makePlan(args, outs, execsBefore)
 	}
 	if e.mode != ModeFused || e.g.ops >= e.fused {
 		e.lastProg = ""
+		e.why = whyEagerOp
+		if e.mode == ModeFused {
+			e.why = whySizeCap
+		}
 		if err := e.flush(); err != nil {
 			return nil, err
 		}
