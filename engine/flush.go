@@ -236,7 +236,7 @@ func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
 	t0 := time.Now()
 	if exe, from := e.loadStored(key); exe != nil {
 		e.noteProgram(key, text, "loaded from "+from, t0)
-		e.span("load", "load from "+from, t0, TraceEvent{Key: key[:16], Ops: e.fl.ops, Reason: e.lastReason})
+		e.span("load", "load from "+from, t0, TraceEvent{Key: e.lastProg, Ops: e.fl.ops, Reason: e.lastReason})
 		return exe, nil
 	}
 	e.dumpModule(key, text)
@@ -252,7 +252,7 @@ func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
 	e.m.CompileSeconds += time.Since(t0).Seconds()
 	e.m.GraphsCompiled++
 	e.noteProgram(key, text, "compiled", t0)
-	e.span("compile", "compile", t0, TraceEvent{Key: key[:16], Ops: e.fl.ops, Reason: e.lastReason, Detail: e.fl.what()})
+	e.span("compile", "compile", t0, TraceEvent{Key: e.lastProg, Ops: e.fl.ops, Reason: e.lastReason, Detail: e.fl.what()})
 	e.storeCompiled(key, exe)
 	return exe, nil
 }

@@ -93,7 +93,7 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 		if err := e.flush(); err != nil {
 			return err
 		}
-		return e.copyToHost(st.buf, dst)
+		return e.copyToHost(st.buf, dst, "tensor")
 	}
 	// Materialize the view as an extra output of the pending graph.
 	v := e.Read(t)
@@ -106,14 +106,14 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 		return err
 	}
 	defer bufs[0].Destroy()
-	return e.copyToHost(bufs[0], dst)
+	return e.copyToHost(bufs[0], dst, "tensor")
 }
 
 // copyToHost copies b into dst, waiting for it, and counts the transfer.
-func (e *Engine) copyToHost(b *pjrt.Buffer, dst []byte) error {
+func (e *Engine) copyToHost(b *pjrt.Buffer, dst []byte, what string) error {
 	t0 := time.Now()
 	err := b.ToHost(dst)
-	e.noteTransfer("d2h", int64(len(dst)), t0, e.curOp)
+	e.noteTransfer("d2h", int64(len(dst)), t0, what)
 	return err
 }
 
@@ -173,7 +173,7 @@ func (e *Engine) Int64Values(v *hlo.Value) ([]int64, error) {
 	size := d.Size()
 	raw := make([]byte, n*int64(size))
 	if n > 0 {
-		if err := e.copyToHost(bufs[0], raw); err != nil {
+		if err := e.copyToHost(bufs[0], raw, "values a rule reads"); err != nil {
 			return nil, err
 		}
 	}

@@ -126,8 +126,7 @@ func (e *Engine) traceExecution(key string, ops int, t0 time.Time, ev *pjrt.Even
 	gen := t.gen
 	t.mu.Unlock()
 	t.inFlight.Add(1)
-	err := ev.OnReady(func(error) {
-		now := time.Now().UnixNano()
+	err := ev.OnReady(func(now int64, _ error) {
 		t.mu.Lock()
 		if gen == t.gen && i < len(t.events) {
 			t.events[i].Done = now

@@ -1,7 +1,8 @@
 // The C side of Event.OnReady: the plugin calls tt_on_ready_trampoline on one
-// of its own threads when an event completes; it destroys the event's error
-// (the callback owns it) and hands the Go handle back to Go.
+// of its own threads when an event completes; it reads the clock, destroys the
+// event's error (the callback owns it) and hands the Go handle back to Go.
 #include <string.h>
+#include <time.h>
 
 #include "capi.h"
 #include "_cgo_export.h"
@@ -9,6 +10,11 @@
 static const PJRT_Api* tt_ready_api;
 
 static void tt_on_ready_trampoline(PJRT_Error* err, void* user_arg) {
+  // The time is taken here, before the first call into Go on this thread
+  // (which pays for attaching the thread to the Go runtime).
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
   int failed = err != NULL;
   if (err != NULL) {
     PJRT_Error_Destroy_Args d;
@@ -17,7 +23,7 @@ static void tt_on_ready_trampoline(PJRT_Error* err, void* user_arg) {
     d.error = err;
     tt_ready_api->PJRT_Error_Destroy(&d);
   }
-  ttGoEventReady((uintptr_t)user_arg, failed);
+  ttGoEventReady((uintptr_t)user_arg, failed, now);
 }
 
 PJRT_Error* tt_event_on_ready(const PJRT_Api* api, PJRT_Event* ev,

@@ -9,22 +9,24 @@ import "C"
 import (
 	"errors"
 	"runtime/cgo"
+	"time"
 )
 
-// OnReady asks the plugin to call f once the event completes, with a non-nil
-// error when the work failed. f runs on a plugin thread (or at once, on the
+// OnReady asks the plugin to call f once the event completes, with the
+// completion time (nanoseconds since the Unix epoch, read on the plugin's
+// thread as it signals) and a non-nil error when the work failed. f runs on a plugin thread (or at once, on the
 // caller's, when the event is already ready); it must be quick and must not
 // call back into the plugin. C holds f as a runtime/cgo.Handle, a plain
 // integer, until the call; the handle is deleted then.
-func (e *Event) OnReady(f func(err error)) error {
+func (e *Event) OnReady(f func(doneNanos int64, err error)) error {
 	if e == nil {
-		f(nil)
+		f(time.Now().UnixNano(), nil)
 		return nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.ev == nil {
-		f(e.err)
+		f(time.Now().UnixNano(), e.err)
 		return nil
 	}
 	h := cgo.NewHandle(f)
@@ -38,13 +40,13 @@ func (e *Event) OnReady(f func(err error)) error {
 var errEventFailed = errors.New("pjrt: the event completed with an error")
 
 //export ttGoEventReady
-func ttGoEventReady(h C.uintptr_t, failed C.int) {
+func ttGoEventReady(h C.uintptr_t, failed C.int, doneNanos C.int64_t) {
 	handle := cgo.Handle(h)
-	f := handle.Value().(func(error))
+	f := handle.Value().(func(int64, error))
 	handle.Delete()
 	if failed != 0 {
-		f(errEventFailed)
+		f(int64(doneNanos), errEventFailed)
 		return
 	}
-	f(nil)
+	f(int64(doneNanos), nil)
 }
