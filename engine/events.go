@@ -88,8 +88,12 @@ func (e *Engine) noteProgram(key, text, how string, t0 time.Time) {
 	e.m.CompilesByReason[reason]++
 	e.lastReason = reason + ": " + detail
 	if (reason != "new" && e.logs.recompiles) || e.logs.compiles {
-		fmt.Fprintf(os.Stderr, "torchtpu: %s program %s of %s in %.3f s; at %q: %s: %s\n",
-			how, key[:16], e.fl.what(), time.Since(t0).Seconds(), e.fl.site(), reason, detail)
+		topic := "compile"
+		if reason != "new" {
+			topic = "recompile"
+		}
+		fmt.Fprintf(os.Stderr, "torchtpu: %s at %q: %s: %s (%s program %s of %s in %.3f s)\n",
+			topic, e.fl.site(), reason, detail, how, key[:16], e.fl.what(), time.Since(t0).Seconds())
 	}
 }
 

@@ -66,7 +66,7 @@ func (e *Engine) NoteFallback(op string) bool {
 	e.m.Fallbacks[op]++
 	e.span("fallback", "cpu fallback "+op, time.Now(), TraceEvent{})
 	if e.logs.fallbacks {
-		fmt.Fprintf(os.Stderr, "torchtpu: %s ran on the CPU (no tpu rule; %d times so far)\n", op, e.m.Fallbacks[op])
+		fmt.Fprintf(os.Stderr, "torchtpu: fallback: %s ran on the CPU (no tpu rule; call %d)\n", op, e.m.Fallbacks[op])
 	}
 	if e.warned == nil {
 		e.warned = map[string]bool{}

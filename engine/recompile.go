@@ -21,6 +21,7 @@ import (
 // progSig is what a compiled module is compared by, read from its text.
 type progSig struct {
 	args   []string // parameter types, "tensor<2x8xf32>"
+	res    []string // result types
 	ops    []string // op names in order
 	consts []string // constant literals in order
 }
@@ -28,15 +29,20 @@ type progSig struct {
 var (
 	reArg   = regexp.MustCompile(`%arg\d+: (tensor<[^>]*>)`)
 	reOp    = regexp.MustCompile(`= "([A-Za-z0-9_.]+)"\(`)
+	reType  = regexp.MustCompile(`tensor<[^>]*>`)
 	reConst = regexp.MustCompile(`"stablehlo\.constant"\(\) \{value = (dense<[^>]*>)`)
 )
 
 // signatureOf reads the parameter types, op names and constants of text.
 func signatureOf(text string) *progSig {
 	header, body, _ := strings.Cut(text, ") -> (")
+	results, body, _ := strings.Cut(body, ") {")
 	s := &progSig{}
 	for _, m := range reArg.FindAllStringSubmatch(header, -1) {
 		s.args = append(s.args, m[1])
+	}
+	for _, m := range reType.FindAllString(results, -1) {
+		s.res = append(s.res, m)
 	}
 	for _, m := range reOp.FindAllStringSubmatch(body, -1) {
 		s.ops = append(s.ops, m[1])
@@ -116,24 +122,36 @@ func compare(now, was *progSig) (reason, detail string) {
 		}
 		return "op sequence", fmt.Sprintf("%d ops, was %d", len(now.ops), len(was.ops))
 	}
-	if len(now.args) != len(was.args) {
-		return "op sequence", fmt.Sprintf("%d inputs, was %d", len(now.args), len(was.args))
+	if r, d := typeChange("input", now.args, was.args); r != "" {
+		return r, d
 	}
-	for i := range now.args {
-		if now.args[i] != was.args[i] {
-			reason := "shapes"
-			if elemOf(now.args[i]) != elemOf(was.args[i]) {
-				reason = "dtypes"
-			}
-			return reason, fmt.Sprintf("input %d is %s, was %s", i, now.args[i], was.args[i])
-		}
+	if r, d := typeChange("result", now.res, was.res); r != "" {
+		return r, d
 	}
 	for i := range min(len(now.consts), len(was.consts)) {
 		if now.consts[i] != was.consts[i] {
 			return "a constant", fmt.Sprintf("constant %d is %s, was %s", i, now.consts[i], was.consts[i])
 		}
 	}
-	return "attributes", "same inputs, ops and constants; result types or op attributes differ"
+	return "attributes", "same types, ops and constants; op attributes differ"
+}
+
+// typeChange names the first of the types now that differs from was: a
+// change of element type is "dtypes", of dimensions "shapes".
+func typeChange(what string, now, was []string) (reason, detail string) {
+	for i := range min(len(now), len(was)) {
+		if now[i] != was[i] {
+			reason = "shapes"
+			if elemOf(now[i]) != elemOf(was[i]) {
+				reason = "dtypes"
+			}
+			return reason, fmt.Sprintf("%s %d is %s, was %s", what, i, now[i], was[i])
+		}
+	}
+	if len(now) != len(was) {
+		return "op sequence", fmt.Sprintf("%d %ss, was %d", len(now), what, len(was))
+	}
+	return "", ""
 }
 
 // elemOf returns the element type of a tensor type, "f32" of "tensor<2x8xf32>".

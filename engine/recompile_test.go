@@ -80,3 +80,19 @@ func TestRecompileNearestProgram(t *testing.T) {
 	require.Equal(t, "a constant", r)
 	require.Equal(t, "constant 0 is dense<5.0>, was dense<2.0>", d)
 }
+
+func TestRecompileResultShapes(t *testing.T) {
+	e := New()
+	site := "eager op aten::arange.start_out"
+	mod := func(n string) string {
+		return `module @torchtpu {
+  func.func public @main() -> (tensor<` + n + `xf32>) {
+    %0 = "stablehlo.iota"() {iota_dimension = 0 : i64} : () -> tensor<` + n + `xf32>
+  }
+}`
+	}
+	e.explainCompile(site, mod("3"))
+	r, d := e.explainCompile(site, mod("5"))
+	require.Equal(t, "shapes", r)
+	require.Equal(t, "result 0 is tensor<5xf32>, was tensor<3xf32>", d)
+}
