@@ -52,13 +52,13 @@ type Engine struct {
 	m          Metrics
 	fused      int // op count that forces a flush in fused mode
 	warned     map[string]bool
-	cur        *dispatch.Ctx // the rule running now, if any
-	limit      int64         // device memory limit in bytes
-	curOp      string        // the op being recorded, for error messages
-	pluginID   string        // the plugin identity, a part of every cache key
-	checkNaNs  bool          // TORCHTPU_CHECK_NANS=1
-	noDonate   bool          // TORCHTPU_DONATE=0
-	dumpWarned bool          // TORCHTPU_DUMP_DIR could not be written
+	cur        *dispatch.Ctx         // the rule running now, if any
+	limit      int64                 // device memory limit in bytes
+	curOp      string                // the op being recorded, for error messages
+	pluginID   string                // the plugin identity, a part of every cache key
+	checkNaNs  bool                  // TORCHTPU_CHECK_NANS=1
+	noDonate   bool                  // TORCHTPU_DONATE=0
+	dumpWarned bool                  // TORCHTPU_DUMP_DIR could not be written
 	tr         tracer                // the event buffer of torch.tpu.trace (trace.go)
 	why        string                // the reason of the next flush (events.go)
 	fl         flushCtx              // the flush in progress

@@ -10,15 +10,15 @@ import (
 // Why a pending graph is launched: the flush reasons that events, metrics
 // (flushes_by_reason) and recompile call sites name.
 const (
-	whyEagerOp     = "eager op"       // strict and debug modes: every op
-	whySizeCap     = "size cap"       // fused mode: the graph reached its op cap
-	whyToHost      = "to-host read"   // .cpu(), .item(), printing
+	whyEagerOp     = "eager op"        // strict and debug modes: every op
+	whySizeCap     = "size cap"        // fused mode: the graph reached its op cap
+	whyToHost      = "to-host read"    // .cpu(), .item(), printing
 	whyRuleReads   = "rule reads data" // index checks, data-dependent shapes
-	whySynchronize = "synchronize"    // torch.tpu.synchronize()
-	whyStepMark    = "step mark"      // optimizer.step() or torch.tpu.mark_step()
-	whyModeSwitch  = "mode switch"    // torch.tpu.set_mode
-	whyHostWrite   = "host write"     // a partial copy from host, outside fused mode
-	whyStorageCopy = "storage copy"   // resize_ moving a storage
+	whySynchronize = "synchronize"     // torch.tpu.synchronize()
+	whyStepMark    = "step mark"       // optimizer.step() or torch.tpu.mark_step()
+	whyModeSwitch  = "mode switch"     // torch.tpu.set_mode
+	whyHostWrite   = "host write"      // a partial copy from host, outside fused mode
+	whyStorageCopy = "storage copy"    // resize_ moving a storage
 )
 
 // maxFirstOps is how many op names a graph keeps for messages.
