@@ -66,6 +66,17 @@ func (e *Engine) StartTrace(limit int) error {
 // times of executions still in flight, and returns the events as JSON:
 // {"events": [...], "dropped": n}. The buffer is emptied.
 func (e *Engine) StopTrace() []byte {
+	events, dropped := e.StopTraceEvents()
+	out, _ := json.Marshal(struct {
+		Events  []TraceEvent `json:"events"`
+		Dropped int64        `json:"dropped"`
+	}{events, dropped})
+	return out
+}
+
+// StopTraceEvents is StopTrace returning the events themselves and the
+// count of those dropped.
+func (e *Engine) StopTraceEvents() ([]TraceEvent, int64) {
 	t := &e.tr
 	t.on.Store(false)
 	done := make(chan struct{})
@@ -76,12 +87,9 @@ func (e *Engine) StopTrace() []byte {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out, _ := json.Marshal(struct {
-		Events  []TraceEvent `json:"events"`
-		Dropped int64        `json:"dropped"`
-	}{t.events, t.dropped})
+	events := t.events
 	t.events = nil
-	return out
+	return events, t.dropped
 }
 
 // tracing reports whether a trace records now.

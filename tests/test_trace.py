@@ -117,19 +117,39 @@ def test_traces_do_not_nest():
             raise AssertionError("a nested trace started")
 
 
-def test_profiler_shows_tpu_ranges(tmp_path):
+def test_profiler_shows_tpu_work(tmp_path):
     torch.manual_seed(0)
-    model = torch.nn.Linear(6, 2).to("tpu")
+    ref = torch.nn.Linear(6, 2)
+    model = torch.nn.Linear(6, 2)
+    model.load_state_dict(ref.state_dict())
+    model.to("tpu")
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x, y = torch.randn(9, 6).to("tpu"), torch.randn(9, 2).to("tpu")
+    x, y = torch.randn(9, 6), torch.randn(9, 2)
     with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
-        train_step(model, opt, x, y)
+        xt = x.to("tpu")
+        loss = train_step(model, opt, xt, y.to("tpu")).item()
         torch.tpu.synchronize()
+    assert abs(loss - torch.nn.functional.mse_loss(ref(x), y).item()) < 1e-5
     path = tmp_path / "prof.json"
     prof.export_chrome_trace(str(path))
-    names = {e.get("name") for e in load(path)}
+    events = load(path)
+    names = {e.get("name") for e in events}
     # Host-side ranges: the step mark of optimizer.step, the synchronize, and the aten ops on tpu tensors.
     assert {"torchtpu::mark_step", "torchtpu::synchronize", "aten::addmm", "aten::mse_loss"} <= names
+    # The engine's events on the tpu rows, beside them: executions with a device duration,
+    # flushes with their reason, transfers with their bytes.
+    rows = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    device = [e for e in events if e.get("ph") == "X" and rows.get((e["pid"], e["tid"])) == "tpu:0"]
+    assert device and all(e["dur"] > 0 and e["name"] == "tpu program" for e in device)
+    host = [e for e in events if e.get("ph") == "X" and rows.get((e["pid"], e["tid"])) == "host (engine)"]
+    kinds = {e["args"]["kind"] for e in host}
+    assert {"flush", "execute", "h2d", "d2h"} <= kinds
+    assert any(e["name"] == "flush: eager op" for e in host)  # strict mode: each op flushes
+    assert any(e["args"]["kind"] == "h2d" and e["args"]["bytes"] == 9 * 6 * 4 for e in host)
+    assert [e["args"]["bytes"] for e in host if e["args"]["kind"] == "d2h"] == [4]
+    # Both sit in the profiler's window, on one clock.
+    cpu = [e for e in events if e.get("name") == "aten::addmm"]
+    assert min(e["ts"] for e in host) < cpu[0]["ts"] < max(e["ts"] for e in host)
 
 
 RECOMPILE = """

@@ -1,7 +1,7 @@
 """Host-side ranges for torch.profiler: the tpu calls that launch or wait for device work
-(torch.tpu.mark_step, torch.tpu.synchronize) appear as "torchtpu::..." ranges in the profiler's
-trace while a profiler records. Ops on tpu tensors appear there anyway, as aten ops on the CPU
-track; a sync op (item, .cpu()) lasts as long as the flush and the device work it waits for."""
+(torch.tpu.mark_step, torch.tpu.synchronize) appear as "torchtpu::..." ranges on the calling
+thread while a profiler records. The device side (compiles, executions, transfers, flushes) comes
+from the engine through csrc/device_profiler.cpp when ProfilerActivity.PrivateUse1 is asked for."""
 
 import contextlib
 
