@@ -36,10 +36,10 @@ type tracer struct {
 	events   []TraceEvent
 	limit    int
 	dropped  int64
-	gen      int64          // bumped by StartTrace; late completions of an older trace are dropped
-	inFlight sync.WaitGroup // OnReady callbacks not yet delivered
-	devNanos atomic.Int64   // device time of traced executions (metrics)
-	lastDone int64          // completion time of the latest traced execution
+	gen      int64        // bumped by StartTrace; late completions of an older trace are dropped
+	inFlight atomic.Int64 // OnReady callbacks not yet delivered
+	devNanos atomic.Int64 // device time of traced executions (metrics)
+	lastDone int64        // completion time of the latest traced execution
 }
 
 // ErrTraceActive reports a second trace started while one records.
@@ -79,11 +79,8 @@ func (e *Engine) StopTrace() []byte {
 func (e *Engine) StopTraceEvents() ([]TraceEvent, int64) {
 	t := &e.tr
 	t.on.Store(false)
-	done := make(chan struct{})
-	go func() { t.inFlight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Second):
+	for deadline := time.Now().Add(time.Second); t.inFlight.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Microsecond)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -142,9 +139,9 @@ func (e *Engine) traceExecution(key string, ops int, t0 time.Time, ev *pjrt.Even
 			t.lastDone = now
 		}
 		t.mu.Unlock()
-		t.inFlight.Done()
+		t.inFlight.Add(-1)
 	})
 	if err != nil {
-		t.inFlight.Done()
+		t.inFlight.Add(-1)
 	}
 }
