@@ -12,6 +12,8 @@ BUILD := build
 CXXFLAGS := -O2 -g0 -fPIC -std=c++20 -D_GLIBCXX_USE_CXX11_ABI=1 -Wall -Wno-unused-parameter \
 	-I$(TORCH)/include -I$(TORCH)/include/torch/csrc/api/include -Ibridge
 SHIM_SRC := $(wildcard csrc/*.cpp)
+# The device profiler implements Kineto's plugin interface (torch's headers guard it with USE_KINETO).
+$(BUILD)/shim/device_profiler.o: CXXFLAGS += -DUSE_KINETO -I$(TORCH)/include/kineto
 SHIM_OBJ := $(patsubst csrc/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC))
 GO_SRC := $(shell find pjrt hlo dispatch engine compile_cache bridge -name '*.go' -o -name '*.c' -o -name '*.h' 2>/dev/null)
 export CGO_CFLAGS := -I$(ROOT)/$(BUILD)/include -O2

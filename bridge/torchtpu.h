@@ -89,6 +89,26 @@ typedef struct {
 } ttpu_out;
 
 /* The Go side includes the types only (cgo writes its own prototypes). */
+/* One event of a trace (ttpu_trace_stop_events). Times are nanoseconds since
+ * the Unix epoch; done_ns is when an execution finished on the device (0:
+ * unknown). kind is one of TTPU_TRACE_*. */
+enum {
+  TTPU_TRACE_COMPILE = 0,
+  TTPU_TRACE_LOAD = 1,
+  TTPU_TRACE_EXECUTE = 2,
+  TTPU_TRACE_FLUSH = 3,
+  TTPU_TRACE_H2D = 4,
+  TTPU_TRACE_D2H = 5,
+  TTPU_TRACE_FALLBACK = 6,
+};
+
+typedef struct {
+  int32_t kind;
+  int32_t ops;
+  int64_t start_ns, dur_ns, done_ns, bytes;
+  char name[112];
+} ttpu_trace_event;
+
 #ifndef TTPU_TYPES_ONLY
 
 /* ttpu_init loads the PJRT plugin at plugin_path and creates the client. It is
@@ -161,6 +181,21 @@ int64_t ttpu_metrics_json(char* buf, int64_t len);
 
 /* ttpu_reset_metrics zeroes every counter. */
 void ttpu_reset_metrics(void);
+
+/* ttpu_trace_start clears the engine's event buffer and records compiles,
+ * executions (with completion times), transfers, flushes and CPU fallbacks,
+ * up to limit events (0: the default), until ttpu_trace_stop. */
+ttpu_status ttpu_trace_start(int64_t limit, char* err, int64_t errlen);
+
+/* ttpu_trace_stop stops recording and writes the events as JSON into buf; it
+ * returns the length needed (the NUL included). When that is more than len,
+ * nothing is lost: call again with a larger buffer. */
+int64_t ttpu_trace_stop(char* buf, int64_t len);
+
+/* ttpu_trace_stop_events is ttpu_trace_stop for C++ callers (the profiler
+ * integration): it fills at most max events and returns how many there are;
+ * call again with a larger array when that is more than max. */
+int64_t ttpu_trace_stop_events(ttpu_trace_event* out, int64_t max);
 
 /* ttpu_live_storages returns the number of storages alive; ttpu_memory_allocated their bytes. */
 int64_t ttpu_live_storages(void);

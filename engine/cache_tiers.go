@@ -9,24 +9,25 @@ import (
 )
 
 // loadStored returns the executable stored under key in the persistent
-// compile cache tiers (disk, then remote), or nil, and counts the hit. An
+// compile cache tiers (disk, then remote) and the tier's name, or nil, and
+// counts the hit. An
 // entry that does not load is a miss plus a warning.
-func (e *Engine) loadStored(key string) *pjrt.Executable {
+func (e *Engine) loadStored(key string) (*pjrt.Executable, string) {
 	data, from := e.tiers.Load(key)
 	if from == compile_cache.Missed {
-		return nil
+		return nil, ""
 	}
 	exe, err := e.client.DeserializeExecutable(data)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s does not load (%v); recompiling\n", key[:16], err)
-		return nil
+		return nil, ""
 	}
 	if from == compile_cache.FromRemote {
 		e.m.RemoteHits++
-	} else {
-		e.m.DiskHits++
+		return exe, "remote cache"
 	}
-	return exe
+	e.m.DiskHits++
+	return exe, "disk cache"
 }
 
 // storeCompiled writes a freshly compiled executable to every persistent tier.

@@ -65,6 +65,12 @@ type Engine struct {
 	capture        *capture // the program being captured, if any (capture.go)
 	captureAborted string   // why the last capture stopped early
 	programs       programTable
+	tr             tracer                // the event buffer of torch.tpu.trace (trace.go)
+	why            string                // the reason of the next flush (events.go)
+	fl             flushCtx              // the flush in progress
+	sites          map[string][]*progSig // programs compiled per call site (recompile.go)
+	lastReason     string                // the explanation of the latest new program
+	logs           logTopics             // TORCHTPU_LOG topics
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.
@@ -87,7 +93,8 @@ func New() *Engine {
 		fused:    20000,
 		initErr:  errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),
 	}
-	e.m.Fallbacks = map[string]int64{}
+	e.m = newMetrics()
+	e.logs = readLogTopics()
 	e.limit = memoryLimit()
 	e.checkNaNs = os.Getenv("TORCHTPU_CHECK_NANS") == "1"
 	e.noDonate = os.Getenv("TORCHTPU_DONATE") == "0"
@@ -255,6 +262,7 @@ func (e *Engine) MarkStep() error {
 	if err := e.ready(); err != nil {
 		return err
 	}
+	e.why = whyStepMark
 	return e.flushAll()
 }
 

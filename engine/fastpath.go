@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math"
+	"time"
 
 	"torchtpu/dispatch"
 	"torchtpu/hlo"
@@ -224,6 +225,7 @@ func (e *Engine) replay(p *opPlan, args []dispatch.Arg) (outs []OutTensor, ok bo
 		sts = append(sts, st)
 		outs = append(outs, OutTensor{Addr: addr, NBytes: r.NBytes, DType: r.DType, Sizes: st.shape})
 	}
+	tLaunch := time.Now()
 	results, ev, err := prog.exe.Execute(bufs, e.dev.cur)
 	if err != nil {
 		for _, st := range sts {
@@ -231,6 +233,8 @@ func (e *Engine) replay(p *opPlan, args []dispatch.Arg) (outs []OutTensor, ok bo
 		}
 		return nil, true, err
 	}
+	e.m.LaunchSeconds += time.Since(tLaunch).Seconds()
+	e.traceExecution(p.key, 1, tLaunch, ev)
 	e.m.Executions++
 	e.m.CacheHits++
 	e.m.FastPathHits++

@@ -40,6 +40,8 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	e.abortCapture(e.flushReason())
 	g := e.g
 	e.g = newGraph()
+	why := e.why
+	e.why = ""
 	defer func() {
 		for _, b := range g.retired {
 			b.Destroy()
@@ -58,6 +60,13 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	if len(outs) == 0 {
 		return nil, nil
 	}
+	if why == "" {
+		why = whySynchronize
+	}
+	tFlush := time.Now()
+	e.fl = flushCtx{reason: why, ops: g.ops, first: g.first}
+	e.m.Flushes[why]++
+	defer e.span("flush", "flush: "+why, tFlush, TraceEvent{Ops: g.ops, Reason: why})
 	// With TORCHTPU_CHECK_NANS=1 in debug mode, each float or complex output
 	// also yields a flag saying whether it holds a NaN.
 	var nanChecked []*Storage
@@ -94,10 +103,13 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	for i, p := range prog.used {
 		args[i] = g.params[p]
 	}
+	tLaunch := time.Now()
 	results, ev, err := prog.exe.Execute(args, e.dev.cur)
 	if err != nil {
 		return nil, fmt.Errorf("torchtpu: executing a graph of %d ops: %w", g.ops, err)
 	}
+	e.m.LaunchSeconds += time.Since(tLaunch).Seconds()
+	e.traceExecution(e.lastProg, g.ops, tLaunch, ev)
 	e.m.Executions++
 	e.m.DonatedBuffers += int64(len(aliases))
 	for i, st := range dst {
@@ -222,12 +234,16 @@ func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
 		compile_cache.Part{Name: "plugin", Value: e.pluginID},
 		compile_cache.Part{Name: "version", Value: Version},
 	)
-	if exe := e.loadStored(key); exe != nil {
+	t0 := time.Now()
+	if exe, from := e.loadStored(key); exe != nil {
+		e.noteProgram(key, text, "loaded from "+from, t0)
+		e.span("load", "load from "+from, t0, TraceEvent{Key: e.lastProg, Ops: e.fl.ops, Reason: e.lastReason})
 		return exe, nil
 	}
 	e.dumpModule(key, text)
-	t0 := time.Now()
+	slow := e.slowCompileNotice(key)
 	exe, err := e.client.Compile(text, e.options)
+	slow.Stop()
 	if err != nil {
 		if os.Getenv("TORCHTPU_DUMP_FAILED") != "" {
 			fmt.Fprintln(os.Stderr, text)
@@ -236,6 +252,8 @@ func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
 	}
 	e.m.CompileSeconds += time.Since(t0).Seconds()
 	e.m.GraphsCompiled++
+	e.noteProgram(key, text, "compiled", t0)
+	e.span("compile", "compile", t0, TraceEvent{Key: e.lastProg, Ops: e.fl.ops, Reason: e.lastReason, Detail: e.fl.what()})
 	e.storeCompiled(key, exe)
 	return exe, nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"torchtpu/hlo"
 	"torchtpu/pjrt"
@@ -18,6 +19,7 @@ type graph struct {
 	retired []*pjrt.Buffer // destroyed after the next execution is launched
 	extra   []*hlo.Value   // values wanted as extra outputs (reads to host)
 	ops     int
+	first   []string // the first ops recorded, for messages (events.go)
 }
 
 func newGraph() *graph {
@@ -87,11 +89,12 @@ func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
 		}
 	}
 	elem := k.elem
+	t0 := time.Now()
 	buf, err := e.client.BufferFromHost(encodeScalar(math.Float64frombits(k.bits), elem), pjrtType(elem), nil, e.dev.cur)
 	if err != nil {
 		panic(fmt.Errorf("uploading a scalar: %w", err))
 	}
-	e.m.H2DBytes += int64(elem.Bits() / 8)
+	e.noteTransfer("h2d", int64(elem.Bits()/8), t0, "number")
 	e.scalars[k] = buf
 	e.scalarOf[buf] = k
 	return buf
@@ -100,11 +103,12 @@ func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
 // ScalarInt implements dispatch.Reader: an exact integer runtime input.
 // Unlike Scalar the buffer is not cached (seeds change every call).
 func (e *Engine) ScalarInt(v int64, elem hlo.Elem) *hlo.Value {
+	t0 := time.Now()
 	buf, err := e.client.BufferFromHost(encodeInt(v, elem), pjrtType(elem), nil, e.dev.cur)
 	if err != nil {
 		panic(fmt.Errorf("uploading a scalar: %w", err))
 	}
-	e.m.H2DBytes += int64(elem.Bits() / 8)
+	e.noteTransfer("h2d", int64(elem.Bits()/8), t0, "integer")
 	e.g.retired = append(e.g.retired, buf)
 	e.noteSeed(buf)
 	return e.g.param(buf, hlo.T(elem))
@@ -116,11 +120,12 @@ func (e *Engine) Int64Tensor(vals []int64, shape []int64) *hlo.Value {
 	for i, v := range vals {
 		copy(raw[8*i:], encodeInt(v, hlo.S64))
 	}
+	t0 := time.Now()
 	buf, err := e.client.BufferFromHost(raw, pjrt.S64, shape, e.dev.cur)
 	if err != nil {
 		panic(fmt.Errorf("uploading indices: %w", err))
 	}
-	e.m.H2DBytes += int64(len(raw))
+	e.noteTransfer("h2d", int64(len(raw)), t0, "indices")
 	e.g.retired = append(e.g.retired, buf)
 	return e.g.param(buf, hlo.T(hlo.S64, shape...))
 }
@@ -135,6 +140,7 @@ func (e *Engine) Synchronize() error {
 	if err := e.ready(); err != nil {
 		return err
 	}
+	e.why = whySynchronize
 	if err := e.flushAll(); err != nil {
 		return err
 	}

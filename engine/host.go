@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"time"
 
 	"torchtpu/dispatch"
 	"torchtpu/hlo"
+	"torchtpu/pjrt"
 )
 
 // FromHost writes contiguous host bytes (t's dtype and sizes) into the view t.
@@ -32,11 +34,12 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 	if err := checkBounds(st, t); err != nil {
 		return fmt.Errorf("torchtpu: copy to device: %v", err)
 	}
+	t0 := time.Now()
 	buf, err := e.client.BufferFromHost(src, pjrtType(t.DType.Elem()), t.Sizes, st.device)
 	if err != nil {
 		return fmt.Errorf("torchtpu: copy to device: %w", err)
 	}
-	e.m.H2DBytes += int64(len(src))
+	e.noteTransfer("h2d", int64(len(src)), t0, "tensor")
 	if !e.capturing() && t.Offset == 0 && t.view().isContiguous() && int64(len(src)) == st.nbytes {
 		// The whole storage is replaced: the new buffer becomes its value.
 		e.dropBuffer(st.buf)
@@ -51,6 +54,7 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 		return err
 	}
 	if e.mode != ModeFused && !e.capturing() {
+		e.why = whyHostWrite
 		return e.flush()
 	}
 	return nil
@@ -91,12 +95,12 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	if err := e.useDevice(st.device); err != nil {
 		return err
 	}
-	e.m.D2HBytes += int64(len(dst))
+	e.setWhy(whyToHost)
 	if st.pending == nil && st.buf != nil && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {
 		if err := e.flush(); err != nil {
 			return err
 		}
-		return st.buf.ToHost(dst)
+		return e.copyToHost(st.buf, dst, "tensor")
 	}
 	// Materialize the view as an extra output of the pending graph.
 	v := e.Read(t)
@@ -109,7 +113,15 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 		return err
 	}
 	defer bufs[0].Destroy()
-	return bufs[0].ToHost(dst)
+	return e.copyToHost(bufs[0], dst, "tensor")
+}
+
+// copyToHost copies b into dst, waiting for it, and counts the transfer.
+func (e *Engine) copyToHost(b *pjrt.Buffer, dst []byte, what string) error {
+	t0 := time.Now()
+	err := b.ToHost(dst)
+	e.noteTransfer("d2h", int64(len(dst)), t0, what)
+	return err
 }
 
 func (t *TensorDesc) offsetFreeWhole(base []int64) bool {
@@ -126,6 +138,8 @@ func (e *Engine) Int64s(h any) ([]int64, error) {
 	n := numel(t.Sizes)
 	size := t.DType.Size()
 	raw := make([]byte, n*int64(size))
+	e.why = whyRuleReads
+	defer func() { e.why = "" }()
 	if err := e.toHost(t, raw); err != nil {
 		return nil, err
 	}
@@ -153,6 +167,7 @@ func (e *Engine) Int64Values(v *hlo.Value) ([]int64, error) {
 		return nil, fmt.Errorf("expected an integer value, got %s", d)
 	}
 	e.g.extra = append(e.g.extra, v)
+	e.why = whyRuleReads
 	bufs, err := e.flushExtra()
 	if e.cur != nil {
 		e.cur.B = e.g.b
@@ -165,11 +180,10 @@ func (e *Engine) Int64Values(v *hlo.Value) ([]int64, error) {
 	size := d.Size()
 	raw := make([]byte, n*int64(size))
 	if n > 0 {
-		if err := bufs[0].ToHost(raw); err != nil {
+		if err := e.copyToHost(bufs[0], raw, "values a rule reads"); err != nil {
 			return nil, err
 		}
 	}
-	e.m.D2HBytes += int64(len(raw))
 	out := make([]int64, n)
 	for i := range out {
 		b := raw[i*size : (i+1)*size]
@@ -216,6 +230,7 @@ func (e *Engine) StorageCopy(dst, src uint64, nbytes int64) error {
 		return err
 	}
 	if e.mode != ModeFused && !e.capturing() {
+		e.why = whyStorageCopy
 		return e.flush()
 	}
 	return nil

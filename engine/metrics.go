@@ -1,26 +1,41 @@
 package engine
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
 
 // Metrics counts what the engine did since the last reset.
 type Metrics struct {
-	OpsRecorded    int64            `json:"ops_recorded"`
-	GraphsCompiled int64            `json:"graphs_compiled"`
-	CompileSeconds float64          `json:"compile_seconds"`
-	CacheHits      int64            `json:"cache_hits"`
-	CacheMisses    int64            `json:"cache_misses"`
-	FastPathHits   int64            `json:"strict_fast_path_hits"`
-	DiskHits       int64            `json:"disk_cache_hits"`
-	RemoteHits     int64            `json:"remote_cache_hits"`
-	Executions     int64            `json:"executions"`
-	DonatedBuffers int64            `json:"donated_buffers"`
-	H2DBytes       int64            `json:"host_to_device_bytes"`
-	D2HBytes       int64            `json:"device_to_host_bytes"`
-	Fallbacks      map[string]int64 `json:"cpu_fallbacks"`
-	PeakBytes      int64            `json:"peak_memory_allocated"`
-	LiveStorages   int64            `json:"live_storages"`
-	MemoryBytes    int64            `json:"memory_allocated"`
-	Mode           string           `json:"mode"`
+	OpsRecorded      int64            `json:"ops_recorded"`
+	GraphsCompiled   int64            `json:"graphs_compiled"`
+	CompileSeconds   float64          `json:"compile_seconds"`
+	CompilesByReason map[string]int64 `json:"compiles_by_reason"` // programs new to the process, by recompile reason
+	CacheHits        int64            `json:"cache_hits"`
+	CacheMisses      int64            `json:"cache_misses"`
+	FastPathHits     int64            `json:"strict_fast_path_hits"`
+	DiskHits         int64            `json:"disk_cache_hits"`
+	RemoteHits       int64            `json:"remote_cache_hits"`
+	Executions       int64            `json:"executions"`
+	LaunchSeconds    float64          `json:"execute_launch_seconds"` // host time spent launching
+	DeviceSeconds    float64          `json:"execute_device_seconds"` // device time of executions run while a trace was active
+	Flushes          map[string]int64 `json:"flushes_by_reason"`
+	DonatedBuffers   int64            `json:"donated_buffers"`
+	H2DBytes         int64            `json:"host_to_device_bytes"`
+	D2HBytes         int64            `json:"device_to_host_bytes"`
+	H2DTransfers     int64            `json:"host_to_device_transfers"`
+	D2HTransfers     int64            `json:"device_to_host_transfers"`
+	Fallbacks        map[string]int64 `json:"cpu_fallbacks"`
+	PeakBytes        int64            `json:"peak_memory_allocated"`
+	LiveStorages     int64            `json:"live_storages"`
+	MemoryBytes      int64            `json:"memory_allocated"`
+	Mode             string           `json:"mode"`
+}
+
+func newMetrics() Metrics {
+	return Metrics{Fallbacks: map[string]int64{}, CompilesByReason: map[string]int64{}, Flushes: map[string]int64{}}
 }
 
 // MetricsJSON returns the metrics as JSON.
@@ -29,6 +44,7 @@ func (e *Engine) MetricsJSON() []byte {
 	defer e.mu.Unlock()
 	m := e.m
 	m.LiveStorages, m.MemoryBytes, m.Mode = e.live, e.liveB, e.mode.String()
+	m.DeviceSeconds = float64(e.tr.devNanos.Load()) / 1e9
 	out, _ := json.Marshal(m)
 	return out
 }
@@ -37,14 +53,21 @@ func (e *Engine) MetricsJSON() []byte {
 func (e *Engine) ResetMetrics() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.m = Metrics{Fallbacks: map[string]int64{}, PeakBytes: e.liveB}
+	e.m = newMetrics()
+	e.m.PeakBytes = e.liveB
+	e.tr.devNanos.Store(0)
 }
 
-// NoteFallback counts one CPU fallback of op and reports whether it is the first.
+// NoteFallback counts one CPU fallback of op and reports whether it is the
+// first. It is traced as an instant and printed under TORCHTPU_LOG=fallbacks.
 func (e *Engine) NoteFallback(op string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.m.Fallbacks[op]++
+	e.span("fallback", "cpu fallback "+op, time.Now(), TraceEvent{})
+	if e.logs.fallbacks {
+		fmt.Fprintf(os.Stderr, "torchtpu: fallback: %s ran on the CPU (no tpu rule; call %d)\n", op, e.m.Fallbacks[op])
+	}
 	if e.warned == nil {
 		e.warned = map[string]bool{}
 	}

@@ -32,6 +32,7 @@ func (e *Engine) SetMode(m Mode) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.client != nil {
+		e.why = whyModeSwitch
 		if err := e.flushAll(); err != nil {
 			return err
 		}

@@ -129,12 +129,19 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 	}
 	e.m.OpsRecorded++
 	e.g.ops++
+	if len(e.g.first) < maxFirstOps {
+		e.g.first = append(e.g.first, op)
+	}
 	var plan *opPlan
 	if planning {
 		plan = e.makePlan(args, outs, execsBefore)
 	}
 	if !e.capturing() && (e.mode != ModeFused || e.g.ops >= e.fused) {
 		e.lastProg = ""
+		e.why = whyEagerOp
+		if e.mode == ModeFused {
+			e.why = whySizeCap
+		}
 		if err := e.flush(); err != nil {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ def report(**kw):
 def counters():
     m = torch.tpu.metrics()
     return {{k: m[k] for k in ("graphs_compiled", "compiled_programs", "compiled_replays", "compiled_fallbacks",
-                               "compiled_fallback_calls", "compiles_by_reason", "compiled_fallback_reasons", "executions")}}
+                               "compiled_fallback_calls", "compiled_programs_by_reason", "compiled_fallback_reasons", "executions")}}
 """
 
 

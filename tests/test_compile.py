@@ -109,7 +109,7 @@ for n in (3, 5, 5):
 report(ok=ok, **counters())
 """, env={"TORCHTPU_LOG": "recompiles"})
     assert res["ok"] == [True] * 3
-    assert res["compiles_by_reason"] == {"new": 1, "shapes": 1}
+    assert res["compiled_programs_by_reason"] == {"new": 1, "shapes": 1}
     assert "(shapes): input 0 shape [3, 4] -> [5, 4]" in err
 
 

@@ -18,6 +18,8 @@ _SIGNATURES = {
     "ttpu_get_mode": (None, [_c_char_p, _i64]),
     "ttpu_metrics_json": (_i64, [_c_char_p, _i64]),
     "ttpu_reset_metrics": (None, []),
+    "ttpu_trace_start": (_i32, [_i64, _c_char_p, _i64]),
+    "ttpu_trace_stop": (_i64, [_c_char_p, _i64]),
     "ttpu_live_storages": (_i64, []),
     "ttpu_memory_allocated": (_i64, []),
     "ttpu_max_memory_allocated": (_i64, []),

@@ -26,6 +26,8 @@ from .memory import (  # noqa: F401
     reset_peak_memory_stats,
 )
 from .metrics import metrics, reset_metrics  # noqa: F401
+from .report import metrics_report  # noqa: F401
+from .trace import trace  # noqa: F401
 from .modes import get_mode, mode, set_mode  # noqa: F401
 from .step import mark_step  # noqa: F401
 from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream  # noqa: F401

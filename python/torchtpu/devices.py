@@ -54,7 +54,10 @@ def set_device(device):
 def synchronize(device=None):
     """Flush pending work and wait for the device to finish it."""
     _runtime.require()
-    _lib.call("ttpu_synchronize")
+    from .profiler import record
+
+    with record("torchtpu::synchronize"):
+        _lib.call("ttpu_synchronize")
 
 
 class device:

@@ -5,7 +5,7 @@ import weakref
 
 import torch
 
-from . import _lib, _runtime
+from . import _lib, _runtime, profiler
 
 # Optimizers whose parameters are all off tpu, keyed by optimizer, with the group sizes checked:
 # a CPU-only training loop pays one scan per optimizer (again only when its groups change).
@@ -16,7 +16,8 @@ _handle = None
 def mark_step():
     """Mark a step boundary: in fused mode the pending graph is launched (without waiting for it)."""
     _runtime.require()
-    _lib.call("ttpu_mark_step")
+    with profiler.record("torchtpu::mark_step"):
+        _lib.call("ttpu_mark_step")
 
 
 def _on_tpu(optimizer):

@@ -1,8 +1,9 @@
 """Counters of the compiled path, merged into torch.tpu.metrics(), and the TORCHTPU_LOG=recompiles lines."""
 
-import os
 import sys
 import threading
+
+from .. import logs
 
 _lock = threading.Lock()
 _counts = {}
@@ -39,7 +40,7 @@ def note_fallback(reason):
 def snapshot():
     with _lock:
         out = dict(_counts)
-        out["compiles_by_reason"] = dict(_reasons)
+        out["compiled_programs_by_reason"] = dict(_reasons)
         out["compiled_fallback_reasons"] = dict(_fallback_reasons)
         return out
 
@@ -50,7 +51,7 @@ def reset():
 
 
 def _log_topics():
-    return {t.strip() for t in os.environ.get("TORCHTPU_LOG", "").split(",") if t.strip()}
+    return logs.topics()
 
 
 def _describe(parts):

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Why a pending graph is launched: the flush reasons that events, metrics
+// (flushes_by_reason) and recompile call sites name.
+const (
+	whyEagerOp     = "eager op"        // strict and debug modes: every op
+	whySizeCap     = "size cap"        // fused mode: the graph reached its op cap
+	whyToHost      = "to-host read"    // .cpu(), .item(), printing
+	whyRuleReads   = "rule reads data" // index checks, data-dependent shapes
+	whySynchronize = "synchronize"     // torch.tpu.synchronize()
+	whyStepMark    = "step mark"       // optimizer.step() or torch.tpu.mark_step()
+	whyModeSwitch  = "mode switch"     // torch.tpu.set_mode
+	whyHostWrite   = "host write"      // a partial copy from host, outside fused mode
+	whyStorageCopy = "storage copy"    // resize_ moving a storage
+)
+
+// maxFirstOps is how many op names a graph keeps for messages.
+const maxFirstOps = 3
+
+// flushCtx describes the flush in progress, for the events and messages of
+// the compile and launch it causes.
+type flushCtx struct {
+	reason string
+	ops    int
+	first  []string
+}
+
+// site is the recompile call site of the flush: its reason and first op.
+func (f *flushCtx) site() string {
+	if len(f.first) == 0 {
+		return f.reason
+	}
+	return f.reason + " " + f.first[0]
+}
+
+// what describes the graph in one phrase for messages.
+func (f *flushCtx) what() string {
+	s := fmt.Sprintf("%d ops", f.ops)
+	if len(f.first) > 0 {
+		s += " (" + strings.Join(f.first, ", ")
+		if f.ops > len(f.first) {
+			s += ", ..."
+		}
+		s += ")"
+	}
+	return s + ", flushed by " + f.reason
+}
+
+// setWhy names the reason of the next flush, unless a caller further out
+// already named one (a rule reading data flushes through the to-host path).
+func (e *Engine) setWhy(why string) {
+	if e.why == "" {
+		e.why = why
+	}
+}
+
+// slowCompileAfter is how long a compile runs before one line says what is
+// compiling, even with logs off. TORCHTPU_SLOW_COMPILE_SECONDS changes it.
+var slowCompileAfter = func() time.Duration {
+	var s float64
+	if _, err := fmt.Sscan(os.Getenv("TORCHTPU_SLOW_COMPILE_SECONDS"), &s); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	return 2 * time.Second
+}()
+
+// slowCompileNotice starts a timer that prints what is compiling when the
+// compile is still running after slowCompileAfter; the caller stops it.
+func (e *Engine) slowCompileNotice(key string) *time.Timer {
+	what := e.fl.what()
+	return time.AfterFunc(slowCompileAfter, func() {
+		fmt.Fprintf(os.Stderr, "torchtpu: compiling a program of %s (program %s); the first compile of a new graph can take a while\n", what, key[:16])
+	})
+}
+
+// noteProgram records the explanation of a program new to this process:
+// counts its reason, and prints it under TORCHTPU_LOG=recompiles (when it is
+// not the first program of its call site) or =compiles.
+func (e *Engine) noteProgram(key, text, how string, t0 time.Time) {
+	reason, detail := e.explainCompile(e.fl.site(), text)
+	e.m.CompilesByReason[reason]++
+	e.lastReason = reason + ": " + detail
+	if (reason != "new" && e.logs.recompiles) || e.logs.compiles {
+		topic := "compile"
+		if reason != "new" {
+			topic = "recompile"
+		}
+		fmt.Fprintf(os.Stderr, "torchtpu: %s at %q: %s: %s (%s program %s of %s in %.3f s)\n",
+			topic, e.fl.site(), reason, detail, how, key[:16], e.fl.what(), time.Since(t0).Seconds())
+	}
+}
+
+// logTopics are the TORCHTPU_LOG topics the engine prints, read once.
+type logTopics struct{ compiles, recompiles, fallbacks bool }
+
+func readLogTopics() logTopics {
+	return logTopics{logEnabled("compiles"), logEnabled("recompiles"), logEnabled("fallbacks")}
+}
+
+// noteTransfer counts and traces a host<->device copy of n bytes started at t0.
+func (e *Engine) noteTransfer(kind string, n int64, t0 time.Time, detail string) {
+	if kind == "h2d" {
+		e.m.H2DBytes += n
+		e.m.H2DTransfers++
+	} else {
+		e.m.D2HBytes += n
+		e.m.D2HTransfers++
+	}
+	if e.tracing() {
+		e.span(kind, kind+" "+detail, t0, TraceEvent{Bytes: n})
+	}
+}

@@ -1,0 +1,64 @@
+"""torch.tpu.metrics_report(): the engine's counters as a readable summary."""
+
+from .metrics import metrics
+
+
+def _bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024.0
+
+
+def _by_count(d):
+    return sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _pct(part, whole):
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def format_report(m):
+    """The report for a metrics dict (what torch.tpu.metrics() returns)."""
+    lines = []
+    add = lines.append
+    lookups = m["cache_hits"] + m["cache_misses"]
+    add(f"torchtpu metrics (mode {m['mode']})")
+    add("Compile:")
+    add(f"  programs compiled      {m['graphs_compiled']}")
+    add(f"  compile time           {m['compile_seconds']:.3f} s")
+    add("  new programs by reason " + (", ".join(f"{k}: {v}" for k, v in _by_count(m["compiles_by_reason"])) or "none"))
+    if m.get("compiled_programs_by_reason"):
+        add("  torch.compile programs by reason " + ", ".join(
+            f"{k}: {v}" for k, v in _by_count(m["compiled_programs_by_reason"])))
+    add("Program cache:")
+    add(f"  memory hits            {m['cache_hits']} of {lookups} lookups ({_pct(m['cache_hits'], lookups)})")
+    add(f"  strict fast path hits  {m['strict_fast_path_hits']}")
+    add(f"  disk hits              {m['disk_cache_hits']} of {m['cache_misses']} memory misses ({_pct(m['disk_cache_hits'], m['cache_misses'])})")
+    add(f"  remote hits            {m['remote_cache_hits']} of {m['cache_misses']} memory misses ({_pct(m['remote_cache_hits'], m['cache_misses'])})")
+    add("Execute:")
+    add(f"  executions             {m['executions']}")
+    add(f"  launch time (host)     {m['execute_launch_seconds']:.3f} s")
+    add(f"  device time (traced)   {m['execute_device_seconds']:.3f} s")
+    add(f"  ops recorded           {m['ops_recorded']}")
+    add(f"  donated buffers        {m['donated_buffers']}")
+    add("  flushes by reason      " + (", ".join(f"{k}: {v}" for k, v in _by_count(m["flushes_by_reason"])) or "none"))
+    add("Transfers:")
+    add(f"  host to device         {m['host_to_device_transfers']} copies, {_bytes(m['host_to_device_bytes'])}")
+    add(f"  device to host         {m['device_to_host_transfers']} copies, {_bytes(m['device_to_host_bytes'])}")
+    add("CPU fallbacks:")
+    if m["cpu_fallbacks"]:
+        for op, n in _by_count(m["cpu_fallbacks"]):
+            add(f"  {op:<30} {n}")
+    else:
+        add("  none")
+    add("Memory:")
+    add(f"  allocated              {_bytes(m['memory_allocated'])} in {m['live_storages']} storages")
+    add(f"  peak allocated         {_bytes(m['peak_memory_allocated'])}")
+    return "\n".join(lines)
+
+
+def metrics_report():
+    """A multi-line summary: compiles (count, time, reasons), cache hits per tier, executions
+    (count, launch and traced device time), flushes, transfers, CPU fallbacks by op, memory."""
+    return format_report(metrics())
