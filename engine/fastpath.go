@@ -249,11 +249,7 @@ func (e *Engine) replay(p *opPlan, args []dispatch.Arg) (outs []OutTensor, ok bo
 		e.dropBuffer(st.buf)
 		st.buf = results[i]
 	}
-	e.events = append(e.events, ev)
-	for len(e.events) > 1 && e.events[0].IsReady() {
-		e.events[0].Destroy()
-		e.events = e.events[1:]
-	}
+	e.track(ev)
 	return outs, true, nil
 }
 

@@ -116,12 +116,7 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 		e.dropBuffer(st.buf)
 		st.buf = results[i]
 	}
-	// Keep the completion events of work in flight; drop the finished ones.
-	e.events = append(e.events, ev)
-	for len(e.events) > 1 && e.events[0].IsReady() {
-		e.events[0].Destroy()
-		e.events = e.events[1:]
-	}
+	e.track(ev)
 	if e.mode == ModeDebug {
 		if err := ev.Await(); err != nil {
 			return nil, fmt.Errorf("torchtpu: a graph of %d ops failed: %w", g.ops, err)
