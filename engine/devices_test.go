@@ -1,23 +1,17 @@
 package engine
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"torchtpu/dispatch"
+	"torchtpu/internal/testplugin"
 )
 
 // newDevicesEngine returns a fused-mode engine with n CPU devices.
 func newDevicesEngine(t *testing.T, n int) *Engine {
 	t.Helper()
-	path := os.Getenv("TORCHTPU_PLUGIN_PATH")
-	if path == "" {
-		if os.Getenv("TORCHTPU_REQUIRE_PLUGIN") == "1" {
-			t.Fatal("TORCHTPU_PLUGIN_PATH is not set and TORCHTPU_REQUIRE_PLUGIN=1")
-		}
-		t.Skip("TORCHTPU_PLUGIN_PATH is not set")
-	}
+	path := testplugin.Path(t)
 	e := New()
 	if err := e.Init(path, n); err != nil {
 		t.Fatal(err)

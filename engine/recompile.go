@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -88,7 +89,7 @@ func (e *Engine) explainCompile(site, text string) (reason, detail string) {
 // then constants.
 func distance(a, b *progSig) [3]int {
 	var d [3]int
-	if !equal(a.ops, b.ops) {
+	if !slices.Equal(a.ops, b.ops) {
 		d[0] = 1 + abs(len(a.ops)-len(b.ops))
 	}
 	d[1] = abs(len(a.args) - len(b.args))
@@ -97,7 +98,7 @@ func distance(a, b *progSig) [3]int {
 			d[1]++
 		}
 	}
-	if !equal(a.consts, b.consts) {
+	if !slices.Equal(a.consts, b.consts) {
 		d[2] = 1
 	}
 	return d
@@ -114,7 +115,7 @@ func less(a, b [3]int) bool {
 
 // compare names the first key part in which now differs from was.
 func compare(now, was *progSig) (reason, detail string) {
-	if !equal(now.ops, was.ops) {
+	if !slices.Equal(now.ops, was.ops) {
 		for i := range min(len(now.ops), len(was.ops)) {
 			if now.ops[i] != was.ops[i] {
 				return "op sequence", fmt.Sprintf("op %d is %s, was %s", i, now.ops[i], was.ops[i])
@@ -161,18 +162,6 @@ func elemOf(t string) string {
 		return t[i+1:]
 	}
 	return t
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func abs(x int) int {

@@ -1,6 +1,7 @@
 """Shared pieces of the distributed examples: process group setup, the model, data and a report."""
 import argparse
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -70,3 +71,24 @@ def report(name, rank, dev, losses, times, moved_bytes, steps):
     per_step = "n/a" if moved_bytes is None else f"{moved_bytes / steps / 1e6:.2f} MB"
     print(f"{name} on {dev.type}: loss {losses[0]:.4f} -> {losses[-1]:.4f}, median step {ts[len(ts) // 2] * 1e3:.1f} ms, "
           f"collective input per step per rank {per_step}")
+
+
+def train(model, opt, dev, args, rank, world, count_from=0):
+    """Runs args.steps training steps; returns the losses, step times and the collective bytes moved
+    from step count_from on (earlier steps may carry one-time setup traffic)."""
+    losses, times = [], []
+    start_bytes = None
+    for step, (x, y) in enumerate(batches(args.steps, args.batch, rank, world)):
+        if step == count_from:
+            start_bytes = traffic(dev)
+        sync(dev)
+        t0 = time.perf_counter()
+        loss = nn.functional.cross_entropy(model(x.to(dev)), y.to(dev))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        sync(dev)
+        times.append(time.perf_counter() - t0)
+    moved = None if start_bytes is None else traffic(dev) - start_bytes
+    return losses, times, moved

@@ -4,14 +4,11 @@
     torchrun --nproc_per_node=2 examples/train_fsdp.py --bf16     # bfloat16 compute, fp32 master weights
     torchrun --nproc_per_node=2 examples/train_fsdp.py --device cpu   # the same on CPU with gloo
 """
-import time
-
 import torch
-from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-from dist_common import batches, make_model, parse_args, report, setup, sync, traffic
+from dist_common import make_model, parse_args, report, setup, train
 
 
 def main():
@@ -26,19 +23,7 @@ def main():
         fully_shard(block, **kw)
     fully_shard(model, **kw)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    losses, times = [], []
-    start_bytes = traffic(dev)
-    for x, y in batches(args.steps, args.batch, rank, world):
-        sync(dev)
-        t0 = time.perf_counter()
-        loss = nn.functional.cross_entropy(model(x.to(dev)), y.to(dev))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-        sync(dev)
-        times.append(time.perf_counter() - t0)
-    moved = None if start_bytes is None else traffic(dev) - start_bytes
+    losses, times, moved = train(model, opt, dev, args, rank, world, count_from=0)
     report("FSDP2" + (" bf16" if args.bf16 else ""), rank, dev, losses, times, moved, args.steps)
     torch.distributed.destroy_process_group()
 
