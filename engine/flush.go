@@ -88,9 +88,13 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	// While the program runs, an overwritten storage whose buffer was not
 	// donated holds two buffers: the old one (alive until the launch retires
 	// it) and the new result. The peak counts them, as a device would.
+	donatedOut := make([]bool, len(outs))
+	for _, o := range aliases {
+		donatedOut[o] = true
+	}
 	transient := int64(0)
 	for i, st := range dst {
-		if st.buf != nil && !donated(aliases, i) {
+		if st.buf != nil && !donatedOut[i] {
 			transient += st.nbytes
 		}
 	}
@@ -165,16 +169,6 @@ func (e *Engine) donations(g *graph, dst []*Storage, outs []*hlo.Value) map[int]
 		aliases[p.ParamIndex()] = i
 	}
 	return aliases
-}
-
-// donated reports whether output i reuses a parameter's buffer.
-func donated(aliases map[int]int, i int) bool {
-	for _, o := range aliases {
-		if o == i {
-			return true
-		}
-	}
-	return false
 }
 
 // program returns the compiled program of the function returning outs,
