@@ -188,6 +188,9 @@ func ttpu_reset_peak_memory() { eng.ResetPeakMemory() }
 //export ttpu_memory_limit
 func ttpu_memory_limit() C.int64_t { return C.int64_t(eng.MemoryLimit()) }
 
+//export ttpu_empty_cache
+func ttpu_empty_cache() { eng.EmptyCache() }
+
 //export ttpu_note_fallback
 func ttpu_note_fallback(op *C.char) C.int32_t {
 	if eng.NoteFallback(C.GoString(op)) {

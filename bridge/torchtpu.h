@@ -164,6 +164,9 @@ int64_t ttpu_max_memory_allocated(void);
 void ttpu_reset_peak_memory(void);
 int64_t ttpu_memory_limit(void);
 
+/* ttpu_empty_cache returns the freed host blocks the CPU plugin's cache keeps to the system. */
+void ttpu_empty_cache(void);
+
 /* ttpu_note_fallback counts one CPU fallback of op; returns 1 the first time (warn then). */
 int32_t ttpu_note_fallback(const char* op);
 

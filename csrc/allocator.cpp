@@ -35,11 +35,13 @@ void set_stat(c10::CachingAllocator::StatArray& stats, int64_t current, int64_t 
 
 // TpuAllocator is the device allocator of PrivateUse1: Go owns the storages and keeps the memory
 // figures (bytes of live storages, their peak, the limit); nothing is cached, so reserved memory
-// equals allocated memory and emptyCache has nothing to release.
+// equals allocated memory; emptyCache releases the CPU plugin's cached host blocks.
 struct TpuAllocator final : public c10::DeviceAllocator {
   bool initialized() override { return !in_forked_child(); }
 
-  void emptyCache(c10::MempoolId_t mempool_id) override {}
+  void emptyCache(c10::MempoolId_t mempool_id) override {
+    if (!in_forked_child()) ttpu_empty_cache();
+  }
 
   void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {}
 

@@ -53,14 +53,16 @@ type Engine struct {
 	m          Metrics
 	fused      int // op count that forces a flush in fused mode
 	warned     map[string]bool
-	cur        *dispatch.Ctx // the rule running now, if any
-	limit      int64         // device memory limit in bytes
-	curOp      string        // the op being recorded, for error messages
-	pluginID   string        // the plugin identity, a part of every cache key
-	checkNaNs  bool          // TORCHTPU_CHECK_NANS=1
-	noDonate   bool          // TORCHTPU_DONATE=0
-	dumpWarned bool          // TORCHTPU_DUMP_DIR could not be written
-	dev        devices       // the device ops record for, and the others' pending state (devices.go)
+	cur        *dispatch.Ctx       // the rule running now, if any
+	limit      int64               // device memory limit in bytes
+	curOp      string              // the op being recorded, for error messages
+	pluginID   string              // the plugin identity, a part of every cache key
+	checkNaNs  bool                // TORCHTPU_CHECK_NANS=1
+	noDonate   bool                // TORCHTPU_DONATE=0
+	dumpWarned bool                // TORCHTPU_DUMP_DIR could not be written
+	hcBase     pjrt.HostCacheStats // host cache counters at the last metrics reset
+	hostCache  bool                // the plugin's large host blocks are cached (hostcache.go)
+	dev        devices             // the device ops record for, and the others' pending state (devices.go)
 
 	capture        *capture // the program being captured, if any (capture.go)
 	captureAborted string   // why the last capture stopped early
@@ -130,6 +132,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 		return e.initErr
 	}
 	e.addrs, e.client, e.plugin, e.initErr = addrs, c, path, nil
+	e.cacheHostBlocks(p, c.PlatformName())
 	// With several devices, programs are portable: one executable runs on any of them.
 	e.options = pjrt.CompileOptions(c.DeviceCount() > 1)
 	if spec := os.Getenv("TORCHTPU_XLA_OPTIONS"); spec != "" {

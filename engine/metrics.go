@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"torchtpu/pjrt"
 )
 
 // Metrics counts what the engine did since the last reset.
@@ -32,6 +34,9 @@ type Metrics struct {
 	LiveStorages     int64            `json:"live_storages"`
 	MemoryBytes      int64            `json:"memory_allocated"`
 	Mode             string           `json:"mode"`
+	HostCacheFree    int64            `json:"host_cache_free_bytes"` // freed plugin blocks kept for reuse (hostcache.go)
+	HostCacheHits    int64            `json:"host_cache_hits"`       // plugin allocations served from them
+	HostCacheMisses  int64            `json:"host_cache_misses"`     // plugin allocations newly mapped
 }
 
 func newMetrics() Metrics {
@@ -45,6 +50,10 @@ func (e *Engine) MetricsJSON() []byte {
 	m := e.m
 	m.LiveStorages, m.MemoryBytes, m.Mode = e.live, e.liveB, e.mode.String()
 	m.DeviceSeconds = float64(e.tr.devNanos.Load()) / 1e9
+	if e.hostCache {
+		hc := pjrt.ReadHostCacheStats()
+		m.HostCacheFree, m.HostCacheHits, m.HostCacheMisses = hc.FreeBytes, hc.Hits-e.hcBase.Hits, hc.Misses-e.hcBase.Misses
+	}
 	out, _ := json.Marshal(m)
 	return out
 }
@@ -56,6 +65,7 @@ func (e *Engine) ResetMetrics() {
 	e.m = newMetrics()
 	e.m.PeakBytes = e.liveB
 	e.tr.devNanos.Store(0)
+	e.hcBase = pjrt.ReadHostCacheStats()
 }
 
 // NoteFallback counts one CPU fallback of op and reports whether it is the

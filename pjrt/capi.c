@@ -22,8 +22,9 @@ static char* tt_strdup(const char* s) {
   return d;
 }
 
-const PJRT_Api* tt_load(const char* path, char** err_out) {
+const PJRT_Api* tt_load(const char* path, void** handle_out, char** err_out) {
   *err_out = NULL;
+  *handle_out = NULL;
   // The handle is never closed: plugins do not support being unloaded.
   void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) {
@@ -31,6 +32,7 @@ const PJRT_Api* tt_load(const char* path, char** err_out) {
     *err_out = tt_strdup(e != NULL ? e : "dlopen failed");
     return NULL;
   }
+  *handle_out = h;
   typedef const PJRT_Api* (*get_api_fn)(void);
   get_api_fn get = (get_api_fn)dlsym(h, "GetPjrtApi");
   if (get == NULL) {

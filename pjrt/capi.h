@@ -12,7 +12,12 @@
 #include "pjrt_c_api.h"
 
 // Plugin loading and errors.
-const PJRT_Api* tt_load(const char* path, char** err_out);
+const PJRT_Api* tt_load(const char* path, void** handle_out, char** err_out);
+
+// hostcache.c: reuse of the plugin's large host blocks (see there).
+int tt_hostcache_install(void* handle, size_t limit);
+void tt_hostcache_release(void);
+void tt_hostcache_stats(uint64_t* free_bytes, uint64_t* live_bytes, uint64_t* hits, uint64_t* misses);
 void tt_api_version(const PJRT_Api* api, int* major, int* minor);
 int tt_header_major(void);
 int tt_header_minor(void);

@@ -29,10 +29,11 @@ var HeaderAPIMinor = int(C.tt_header_minor())
 
 // Plugin is a loaded PJRT plugin. A plugin is never unloaded.
 type Plugin struct {
-	api   *C.PJRT_Api
-	path  string
-	major int
-	minor int
+	api    *C.PJRT_Api
+	handle unsafe.Pointer
+	path   string
+	major  int
+	minor  int
 }
 
 var (
@@ -55,7 +56,8 @@ func Load(path string) (*Plugin, error) {
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	var cerr *C.char
-	api := C.tt_load(cpath, &cerr)
+	var handle unsafe.Pointer
+	api := C.tt_load(cpath, &handle, &cerr)
 	if api == nil {
 		msg := "unknown error"
 		if cerr != nil {
@@ -64,7 +66,7 @@ func Load(path string) (*Plugin, error) {
 		}
 		return nil, fmt.Errorf("pjrt: cannot load plugin %q: %s", path, msg)
 	}
-	p := &Plugin{api: api, path: path}
+	p := &Plugin{api: api, handle: handle, path: path}
 	var major, minor C.int
 	C.tt_api_version(api, &major, &minor)
 	p.major, p.minor = int(major), int(minor)

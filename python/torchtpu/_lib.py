@@ -25,6 +25,7 @@ _SIGNATURES = {
     "ttpu_max_memory_allocated": (_i64, []),
     "ttpu_reset_peak_memory": (None, []),
     "ttpu_memory_limit": (_i64, []),
+    "ttpu_empty_cache": (None, []),
     "ttpu_mark_step": (_i32, [_c_char_p, _i64]),
     "ttpu_fallback_is_error": (_i32, []),
     "ttpu_has_rule": (_i32, [_c_char_p]),

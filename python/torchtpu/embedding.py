@@ -380,7 +380,7 @@ class FusedEmbeddingBagCollection(nn.Module):
         pooled = _FusedLookup.apply(anchor, list(self.stacks), batches)
         out = {}
         for p, feats in zip(pooled, self.stack_features):
-            p = p.view(len(feats), batch, -1)
-            for slot, f in enumerate(feats):
-                out[f] = p[slot]
+            # unbind: one stack in the backward, not a table-stack-sized zero per feature
+            for f, v in zip(feats, p.view(len(feats), batch, -1).unbind(0)):
+                out[f] = v
         return {f: out[f] for f in self.features}

@@ -47,7 +47,10 @@ def max_memory_reserved(device=None):
 
 
 def empty_cache():
-    """Nothing is cached: freed storages go back to the engine at once."""
+    """Returns to the system the freed host blocks the CPU plugin keeps for reuse (its
+    buffers and temporaries; TORCHTPU_HOST_CACHE). Storages themselves are never cached."""
+    if _usable():
+        _lib.lib().ttpu_empty_cache()
 
 
 def memory_limit(device=None):
