@@ -9,21 +9,22 @@ batch-sized sparse) gradient is ever materialized. Dense parameters keep their u
 
 How a step runs:
 
-1. On the host, ids are checked (range, offsets, weights), padding ids dropped, each id is
-   given its bag (segment) and its gain (1, its per-sample weight, or 1/len for mean pooling),
-   and the ids of every table of one embedding dim are deduplicated together: tables of the
-   same dim are stacked into one device buffer, so a batch costs a gather, a segment sum
-   and a scatter per chunk of ids, whatever the number of tables.
-2. On the device, ``_TableStack.lookup`` gathers the rows and combines them per bag;
-   ``_TableStack.update`` (in the backward) turns the pooled gradient into one gradient row
-   per distinct id and applies the optimizer to those rows. Both work through the ids in
-   chunks of whole distinct rows (``CHUNK`` ids each, padded to a few fixed sizes), so the
-   batch-sized temporaries stay small next to the tables.
+1. On the host, ids are checked (range, offsets, weights), padding ids are pointed at a scratch
+   row with gain 0, each id is given its gain (1, its per-sample weight, or 1/len for mean
+   pooling), and the ids of every table of one embedding dim are deduplicated together: tables
+   of the same dim are stacked into one device buffer. Each feature's bags are padded to a
+   width (its longest bag, rounded to a few sizes), and features of one width form a group: a
+   [bags, width] matrix of rows, gains and positions among the distinct rows.
+2. On the device, ``_TableStack.lookup`` gathers each group's rows and sums them over the bag
+   width (a gather and a reduction, which XLA fuses; no scatter). ``_TableStack.update`` (in
+   the backward) spreads each bag's gradient over its slots, sums the slots into one gradient
+   row per distinct row (the one scatter-add) and applies the optimizer to those rows. Pieces
+   of at most ``CHUNK`` slots, or distinct rows, keep the batch-sized temporaries small.
 
-``lookup`` and ``update`` take the host-prepared ``_Batch`` (distinct ids, inverse map,
-segment ids, gains: the CSR-wrapped COO input of SparseCore kernels). They are the one interface a
-SparseCore kernel plugs into; on the XLA CPU plugin (and on CPU) they lower to gathers,
-segment sums and scatter-adds.
+``lookup`` and ``update`` take the host-prepared ``_Batch`` (padded ids, gains, inverse map to the
+distinct rows: the CSR-wrapped COO input of SparseCore kernels, padded). They are the one
+interface a SparseCore kernel plugs into; on the XLA CPU plugin (and on CPU) they lower to
+gathers, reductions and scatter-adds.
 """
 from __future__ import annotations
 
@@ -125,53 +126,81 @@ def _host_offsets(kjt, n):
     return torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(lengths, 0)])
 
 
-CHUNK = 32768  # ids per chunk: bounds the batch-sized temporaries on the device
+CHUNK = 32768  # ids (slots) per device piece: bounds the batch-sized temporaries in strict mode
+
+
+def _width(n):
+    """A bag width for a longest bag of n ids: exact up to 8, then one of eight sizes per power of
+    two (at most 12.5% padding), so fixed multi-hot sizes keep one program."""
+    if n <= 8:
+        return max(n, 1)
+    step = 1 << (n.bit_length() - 4)
+    return -(-n // step) * step
+
+
+@dataclass
+class _Group:
+    """Features of one stack whose bags are padded to the same width: row r of ``ids``, ``gain``
+    and ``inverse`` [bags, width] is one bag (feature-major, then batch order); ``ids`` are rows
+    of the stack, ``gain`` their factors in the bag's sum (0 in padding slots, which name the
+    scratch row), ``inverse`` their positions in the stack's ``unique`` rows. ``pieces`` cut the
+    bags into runs of at most CHUNK slots."""
+    slots: list
+    ids: torch.Tensor
+    gain: torch.Tensor
+    inverse: torch.Tensor
+    pieces: list
 
 
 @dataclass
 class _Batch:
-    """One stack's part of a batch, prepared on the host and uploaded, in K chunks: row k of
-    ``ids``, ``segment``, ``gain`` and ``inverse`` [K, n] holds a chunk's ids (rows of the
-    stack), their bags, their factors in their bag's sum and their positions in row k of
-    ``unique`` [K, u], the chunk's distinct rows. A row of the stack appears in one chunk only,
-    so each chunk's gradient rows are complete; ``bags`` is the number of pooled outputs.
-    Padding slots have gain 0 and name the scratch row."""
-    ids: torch.Tensor
+    """One stack's part of a batch, prepared on the host and uploaded: its bag-width groups and the
+    distinct rows the batch touches (``unique``, padded to a bucketed size with the scratch row,
+    which is always among them)."""
+    groups: list
     unique: torch.Tensor
-    inverse: torch.Tensor
-    segment: torch.Tensor
-    gain: torch.Tensor
-    bags: int
 
 
-def _chunks(gid, seg, gain, scratch, chunk=None):
-    """Splits ids into chunks of whole distinct rows (about ``chunk`` ids each), padded to
-    bucketed sizes; returns (ids, unique, inverse, segment, gain) as [K, n] / [K, u] tensors."""
-    chunk = chunk or CHUNK
-    # The ids of one row become neighbours (int32 sorts several times faster).
-    order = torch.sort(gid.int() if gid.numel() and int(gid.max()) < 2**31 else gid, stable=True)[1]
-    gid, seg, gain = gid[order], seg[order], gain[order]
-    unique, counts = torch.unique_consecutive(gid, return_counts=True)
-    inv = torch.repeat_interleave(torch.arange(unique.numel()), counts)
-    first = torch.cumsum(counts, 0) - counts  # each distinct row's first id
-    chunk_of_row = first // chunk
-    k = int(chunk_of_row[-1]) + 1 if unique.numel() else 1
-    row_start = torch.searchsorted(chunk_of_row, torch.arange(k))
-    id_start = torch.cat([first, torch.tensor([gid.numel()])])[row_start]
-    row_count = torch.diff(torch.cat([row_start, torch.tensor([unique.numel()])]))
-    id_count = torch.diff(torch.cat([id_start, torch.tensor([gid.numel()])]))
-    n, u = _bucket(int(id_count.max())), _bucket(int(row_count.max()))
-    chunk_of_id = chunk_of_row[inv]
-    at = chunk_of_id * n + torch.arange(gid.numel()) - id_start[chunk_of_id]
-    row_at = chunk_of_row * u + torch.arange(unique.numel()) - row_start[chunk_of_row]
+def _pieces(bags, width, chunk):
+    step = max(1, chunk // width)
+    return [(a, min(a + step, bags)) for a in range(0, bags, step)]
 
-    def place(values, fill, width, where, dtype):
-        out = torch.full((k * width,), fill, dtype=dtype)
-        return out.index_copy_(0, where, values.to(dtype)).view(k, width)
 
-    return (place(gid, scratch, n, at, torch.long), place(unique, scratch, u, row_at, torch.long),
-            place(inv - row_start[chunk_of_id], 0, n, at, torch.long), place(seg, 0, n, at, torch.long),
-            place(gain, 0, n, at, torch.float32))
+def _group_bags(feats, scratch, batch, chunk):
+    """feats: per feature slot, (ids, bag, gain) with padding ids already pointing at the scratch
+    row with gain 0. Returns the groups (host tensors) and the padded distinct rows."""
+    widths = []
+    for ids, bag, _ in feats:
+        longest = int(torch.bincount(bag, minlength=batch).max()) if ids.numel() else 0
+        widths.append(_width(longest))
+    unique, inverse = torch.unique(torch.cat([torch.tensor([scratch])] + [f[0] for f in feats]).int(),
+                                   sorted=True, return_inverse=True)
+    at_scratch, inverse = int(inverse[0]), inverse[1:]
+    groups, start = [], 0
+    cuts = []
+    for ids, _, _ in feats:
+        cuts.append((start, start + ids.numel()))
+        start += ids.numel()
+    for width in sorted(set(widths)):
+        slots = [k for k, w in enumerate(widths) if w == width]
+        n = len(slots) * batch
+        gid = torch.full((n * width,), scratch, dtype=torch.long)
+        gain = torch.zeros(n * width)
+        inv = torch.full((n * width,), at_scratch, dtype=torch.long)
+        for j, k in enumerate(slots):
+            ids, bag, w = feats[k]
+            if not ids.numel():
+                continue
+            counts = torch.bincount(bag, minlength=batch)
+            first = torch.cumsum(counts, 0) - counts
+            at = (j * batch + bag) * width + torch.arange(ids.numel()) - first[bag]
+            gid[at], gain[at] = ids, w
+            inv[at] = inverse[cuts[k][0]:cuts[k][1]]
+        groups.append(_Group(slots, gid.view(n, width), gain.view(n, width), inv.view(n, width),
+                             _pieces(n, width, chunk)))
+    u = _bucket(unique.numel())
+    unique = torch.cat([unique.long(), torch.full((u - unique.numel(),), scratch, dtype=torch.long)])
+    return groups, unique
 
 
 class _TableStack(nn.Module):
@@ -204,42 +233,65 @@ class _TableStack(nn.Module):
             self.register_buffer("exp_avg", torch.zeros(rows, dim, dtype=dtype, device=device))
             self.register_buffer("exp_avg_sq", torch.zeros(rows, dim, dtype=dtype, device=device))
 
-    def lookup(self, b: _Batch) -> torch.Tensor:
-        """The pooled [bags, dim] rows: per chunk, gather the rows, weight each id, sum per bag."""
-        pooled = torch.zeros(b.bags, self.dim, dtype=self.weight.dtype, device=self.weight.device)
-        for k in range(b.ids.shape[0]):
-            pooled.index_add_(0, b.segment[k], self.weight.index_select(0, b.ids[k]).mul_(b.gain[k].unsqueeze(1)))
-        return pooled
+    def lookup(self, b: _Batch):
+        """The pooled rows of each group, [bags, dim]: gather the rows of each bag's slots, weight
+        them and sum over the bag; a piece of at most CHUNK slots at a time."""
+        out = []
+        for g in b.groups:
+            width = g.ids.shape[1]
+            parts = [(self.weight.index_select(0, g.ids[a:e].reshape(-1)).view(e - a, width, self.dim)
+                      * g.gain[a:e].unsqueeze(2)).sum(1) for a, e in g.pieces]
+            out.append(self.weight.new_zeros(0, self.dim) if not parts else parts[0] if len(parts) == 1 else torch.cat(parts))
+        return out
 
     @torch.no_grad()
-    def update(self, b: _Batch, grad: torch.Tensor):
-        """Applies the optimizer to the touched rows from the pooled gradient [bags, dim], a
-        chunk of whole rows at a time."""
+    def update(self, b: _Batch, grads):
+        """Applies the optimizer to the touched rows from the pooled gradients of the groups: each
+        slot's gradient (its bag's, times its gain) is summed into its distinct row, then the
+        distinct rows are updated CHUNK rows at a time."""
         self.steps += 1
-        for k in range(b.ids.shape[0]):
-            g = torch.zeros(b.unique.shape[1], self.dim, dtype=grad.dtype, device=grad.device)
-            g.index_add_(0, b.inverse[k], grad.index_select(0, b.segment[k]).mul_(b.gain[k].unsqueeze(1)))
-            self._apply(b.unique[k], g)
+        if self.optimizer == "sgd":  # no per-row state: the slots' gradients go straight into the table
+            for grp, grad in zip(b.groups, grads):
+                if grad is not None:
+                    for a, e in grp.pieces:
+                        rows = (grad[a:e].unsqueeze(1) * grp.gain[a:e].unsqueeze(2)).reshape(-1, self.dim)
+                        self.weight.index_add_(0, grp.ids[a:e].reshape(-1), rows, alpha=-self.hp["lr"])
+            return
+        u = b.unique
+        g = torch.zeros(u.numel(), self.dim, dtype=self.weight.dtype, device=self.weight.device)
+        for grp, grad in zip(b.groups, grads):
+            if grad is None:
+                continue
+            for a, e in grp.pieces:
+                rows = (grad[a:e].unsqueeze(1) * grp.gain[a:e].unsqueeze(2)).reshape(-1, self.dim)
+                g.index_add_(0, grp.inverse[a:e].reshape(-1), rows)
+        step = CHUNK
+        for a in range(0, u.numel(), step):
+            self._apply(u[a:a + step], g[a:a + step])
 
     def _apply(self, u, g):
-        """One optimizer step for the distinct rows u with gradient rows g."""
+        """One optimizer step for the distinct rows u with gradient rows g (a slice of the
+        gradient buffer: never written here, which would copy the whole buffer)."""
         hp, w = self.hp, self.weight
         if self.optimizer == "sgd":
             w.index_add_(0, u, g, alpha=-hp["lr"])
         elif self.optimizer == "adagrad":
+            # Read, then write: a write that no later read of this state waits for would make
+            # XLA copy the whole state to keep the read's old version. u may repeat the scratch
+            # row (padding); its gradient rows are zero, so its copies agree.
             s = self.state_sum.index_select(0, u).addcmul_(g, g)
             self.state_sum.index_copy_(0, u, s)
             clr = hp["lr"] / (1 + (self.steps - 1) * hp["lr_decay"])
-            w.index_add_(0, u, g.div_(s.sqrt_().add_(hp["eps"])), alpha=-clr)
+            w.index_add_(0, u, g / s.sqrt_().add_(hp["eps"]), alpha=-clr)
         elif self.optimizer == "rowwise_adagrad":
             s = self.state_sum.index_select(0, u) + g.pow(2).mean(1)
             self.state_sum.index_copy_(0, u, s)
-            w.index_add_(0, u, g.div_(s.sqrt_().add_(hp["eps"]).unsqueeze(1)), alpha=-hp["lr"])
+            w.index_add_(0, u, g / s.sqrt_().add_(hp["eps"]).unsqueeze(1), alpha=-hp["lr"])
         else:  # adam, lazily: only the touched rows move, as torch.optim.SparseAdam
             b1, b2 = hp["betas"]
             m0, v0 = self.exp_avg.index_select(0, u), self.exp_avg_sq.index_select(0, u)
             m = g.sub(m0).mul_(1 - b1).add_(m0)
-            v = g.mul_(g).sub_(v0).mul_(1 - b2).add_(v0)
+            v = (g * g).sub_(v0).mul_(1 - b2).add_(v0)
             del m0, v0
             self.exp_avg.index_copy_(0, u, m)
             self.exp_avg_sq.index_copy_(0, u, v)
@@ -253,12 +305,15 @@ class _FusedLookup(torch.autograd.Function):
     @staticmethod
     def forward(ctx, anchor, stacks, batches):
         ctx.stacks, ctx.batches = stacks, batches
-        return tuple(s.lookup(b) for s, b in zip(stacks, batches))
+        return tuple(p for s, b in zip(stacks, batches) for p in s.lookup(b))
 
     @staticmethod
     def backward(ctx, *grads):
-        for s, b, g in zip(ctx.stacks, ctx.batches, grads):
-            if g is not None:
+        at = 0
+        for s, b in zip(ctx.stacks, ctx.batches):
+            g = grads[at:at + len(b.groups)]
+            at += len(b.groups)
+            if any(x is not None for x in g):
                 s.update(b, g)
         return None, None, None
 
@@ -353,34 +408,38 @@ class FusedEmbeddingBagCollection(nn.Module):
         bag_of = torch.repeat_interleave(torch.arange(offsets.numel() - 1), offsets[1:] - offsets[:-1])
         gains = weights.float() if weights is not None else torch.ones(values.numel())
         for s, feats in zip(self.stacks, self.stack_features):
-            gid, seg, gain = [], [], []
-            for slot, f in enumerate(feats):
+            parts = []
+            for f in feats:
                 t, k = self.feature_table[f], keys.index(f)
-                ids = values[starts[k]:starts[k + 1]]
+                ids = values[starts[k]:starts[k + 1]] + s.base[t.name]
                 bag = bag_of[starts[k]:starts[k + 1]] - k * batch
                 w = gains[starts[k]:starts[k + 1]]
                 if t.padding_idx is not None:
-                    keep = ids != t.padding_idx
-                    ids, bag, w = ids[keep], bag[keep], w[keep]
+                    pad = values[starts[k]:starts[k + 1]] == t.padding_idx
+                    ids, w = ids.masked_fill(pad, s.scratch), w.masked_fill(pad, 0.0)
+                else:
+                    pad = None
                 if t.pooling == "mean":
-                    count = torch.bincount(bag, minlength=batch).clamp_(min=1)
+                    kept = bag if pad is None else bag[~pad]
+                    count = torch.bincount(kept, minlength=batch).clamp_(min=1)
                     w = w / count[bag]
-                gid.append(ids + s.base[t.name])
-                seg.append(bag + slot * batch)
-                gain.append(w)
-            ids, unique, inverse, seg, gain = _chunks(torch.cat(gid), torch.cat(seg), torch.cat(gain), s.scratch,
-                                                 self.chunk)
-            batches.append(_Batch(ids.to(device), unique.to(device), inverse.to(device), seg.to(device),
-                                  gain.to(device, s.weight.dtype), len(feats) * batch))
+                parts.append((ids, bag, w))
+            groups, unique = _group_bags(parts, s.scratch, batch, self.chunk or CHUNK)
+            dt = s.weight.dtype
+            for g in groups:
+                g.ids, g.gain, g.inverse = g.ids.to(device), g.gain.to(device, dt), g.inverse.to(device)
+            batches.append(_Batch(groups, unique.to(device)))
         return batches, batch
 
     def forward(self, kjt):
         batches, batch = self._prepare(kjt)
         anchor = self._anchor if torch.is_grad_enabled() else self._anchor.detach()
         pooled = _FusedLookup.apply(anchor, list(self.stacks), batches)
-        out = {}
-        for p, feats in zip(pooled, self.stack_features):
-            # unbind: one stack in the backward, not a table-stack-sized zero per feature
-            for f, v in zip(feats, p.view(len(feats), batch, -1).unbind(0)):
-                out[f] = v
+        out, at = {}, 0
+        for b, feats in zip(batches, self.stack_features):
+            for g in b.groups:
+                # unbind: one stack in the backward, not a zero-filled group per feature
+                for k, v in zip(g.slots, pooled[at].view(len(g.slots), batch, -1).unbind(0)):
+                    out[feats[k]] = v
+                at += 1
         return {f: out[f] for f in self.features}
