@@ -61,6 +61,25 @@ func (c *Ctx) bagSegments(arg int, n int64, includeLast bool) ([]int64, int64, e
 	return seg, bags, nil
 }
 
+// bagSegmentsOnDevice is bagSegments computed in the graph, for captured
+// programs, which cannot read offsets to the host (and so do not check them):
+// a 1 at each bag start after the first, summed along the indices.
+func (c *Ctx) bagSegmentsOnDevice(arg int, n, m int64, includeLast bool) (*hlo.Value, int64) {
+	b := c.B
+	bags := m
+	if includeLast {
+		bags--
+	}
+	if bags <= 1 || n == 0 {
+		return full(b, Int64, []int64{n}, 0), max(bags, 0)
+	}
+	starts := b.Slice(b.Convert(c.T(arg), hlo.S64), []int64{1}, []int64{bags}, []int64{1})
+	starts = b.Min(b.Max(starts, full(b, Int64, []int64{bags - 1}, 0)), full(b, Int64, []int64{bags - 1}, float64(n)))
+	marks := b.ScatterFlat(full(b, Int64, []int64{n + 1}, 0), starts, full(b, Int64, []int64{bags - 1}, 1), addCombine)
+	sum := b.Scan([]*hlo.Value{marks}, []*hlo.Value{b.Scalar(hlo.S64, 0)}, 0, binaryBody((*hlo.Builder).Add))[0]
+	return b.Slice(sum, []int64{0}, []int64{n}, []int64{1}), bags
+}
+
 // embeddingBag is aten::_embedding_bag (and _embedding_bag_forward_only):
 // the sum, mean or max of the weight rows of each bag, with offset2bag,
 // bag_size and max_indices for the backward.
@@ -91,13 +110,19 @@ func embeddingBag(c *Ctx) ([]*hlo.Value, error) {
 	}); err != nil {
 		return nil, err
 	}
-	segs, bags, err := c.bagSegments(2, n, c.Bool(7, false))
-	if err != nil {
-		return nil, err
+	var seg *hlo.Value
+	var bags int64
+	if c.NoHostChecks {
+		seg, bags = c.bagSegmentsOnDevice(2, n, om.Sizes[0], c.Bool(7, false))
+	} else {
+		segs, nb, err := c.bagSegments(2, n, c.Bool(7, false))
+		if err != nil {
+			return nil, err
+		}
+		seg, bags = c.R.Int64Tensor(segs, []int64{n}), nb
 	}
-	b := c.B
+	b := c.B // after the offsets read, which may have started a new graph
 	e := wm.DType.Elem()
-	seg := c.R.Int64Tensor(segs, []int64{n})
 	bagSize := full(b, Int64, []int64{bags}, 0)
 	out := full(b, wm.DType, []int64{bags, d}, 0)
 	var maxIdx *hlo.Value
