@@ -1,6 +1,7 @@
 """DLRM training step at batch 2048 (examples/train_dlrm.py: MLPerf DLRM-DCNv2 inputs, tables capped
 at --rows, Adagrad) on CPU eager with dense and sparse gradients, and on tpu with dense gradients,
-sparse gradients and the fused embedding path. Prints samples/s (median of rounds) and, on tpu,
+sparse gradients and the fused embedding path, and on tpu without tables (fixed pooled
+embeddings: the floor under every embedding path). Prints samples/s (median of rounds) and, on tpu,
 peak device memory next to tables + optimizer state. Each configuration runs in its own process.
 
     python bench/dlrm.py [--batch 2048] [--rows 100000] [--rounds 3] [--steps 3] [--only tpu-fused] [--chunk N]
@@ -12,7 +13,22 @@ import subprocess
 import sys
 import time
 
-CONFIGS = ["cpu-dense", "cpu-sparse", "tpu-dense", "tpu-sparse", "tpu-fused"]
+CONFIGS = ["cpu-dense", "cpu-sparse", "tpu-dense", "tpu-sparse", "tpu-fused", "tpu-mlp"]
+
+
+def without_tables(train_dlrm, torch, model, batch, dim, device):
+    """The "mlp" configuration: the same step with every pooled embedding a fixed tensor, so
+    only the MLPs, the interaction and the dense optimizer run. It is the floor under any
+    embedding path: no way of handling the tables makes a step faster than this."""
+    gen = torch.Generator().manual_seed(2)
+    pooled = {f: torch.randn(batch, dim, generator=gen).to(device) for f in model.features}
+
+    class Fixed(torch.nn.Module):
+        def forward(self, kjt):
+            return pooled
+
+    model.emb, model.kind = Fixed(), "fused"  # "fused": no table optimizer
+    return model
 
 
 def one(a):
@@ -25,8 +41,12 @@ def one(a):
         torch.tpu.set_mode(a.mode)
     torch.manual_seed(0)
     rows = [min(r, a.rows) for r in train_dlrm.MLPERF_ROWS]
-    model = train_dlrm.DLRM(rows, a.dim, kind, "adagrad", 0.01, device, chunk=a.chunk)
-    model.init_tables(0)
+    if kind == "mlp":
+        model = without_tables(train_dlrm, torch, train_dlrm.DLRM([1] * len(rows), a.dim, "dense", "adagrad", 0.01,
+                                                                   device), a.batch, a.dim, device)
+    else:
+        model = train_dlrm.DLRM(rows, a.dim, kind, "adagrad", 0.01, device, chunk=a.chunk)
+        model.init_tables(0)
     opts = model.make_optimizers()
     gen = torch.Generator().manual_seed(1)
     batches = [train_dlrm.synthetic_batch(gen, rows, a.batch) for _ in range(a.steps)]
@@ -99,6 +119,9 @@ def main():
         print(f"fused / tpu dense: {fused / dense:.2f}x")
     if fused and cpu_sparse:
         print(f"fused / cpu sparse: {fused / cpu_sparse:.2f}x")
+    floor = results.get("tpu-mlp", {}).get("samples_per_s")
+    if floor and dense:
+        print(f"tpu without tables / tpu dense: {floor / dense:.2f}x (the most any embedding path could gain over dense)")
 
 
 if __name__ == "__main__":
