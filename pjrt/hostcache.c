@@ -8,7 +8,7 @@
 // of its temporaries again: a few hundred MiB per training step. The cache
 // rebinds the plugin's own imports of posix_memalign, aligned_alloc, realloc
 // and free (its GOT slots, found from its dynamic section) to functions that
-// serve blocks of at least TT_HC_MIN bytes from free lists of mmap'd blocks in
+// serve blocks of at least TT_HC_MIN bytes (32 MiB) from free lists of mmap'd blocks in
 // size classes of 1/8 of a power of two, and pass everything else to the C
 // library. Only the plugin's calls are affected; free blocks beyond the cap
 // go back to the kernel, and tt_hostcache_release returns them all.
@@ -26,7 +26,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define TT_HC_MIN ((size_t)1 << 20)
+// Blocks below 32 MiB (glibc's largest mmap threshold) are left to the C
+// library: it serves them from its heaps once their size has been freed
+// before, and its reuse of the most recently freed memory keeps them warm in
+// the CPU caches, which a cache keyed by size class does not match.
+#define TT_HC_MIN ((size_t)32 << 20)
 
 typedef struct {
   void* p;

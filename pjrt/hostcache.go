@@ -8,7 +8,7 @@ import "C"
 import "fmt"
 
 // CacheHostAllocations makes the plugin's large host allocations (at least
-// 1 MiB, through posix_memalign or aligned_alloc) come from a cache of
+// 32 MiB, through posix_memalign or aligned_alloc) come from a cache of
 // mmap'd blocks that keeps up to limit bytes of freed blocks for reuse,
 // instead of from the C library, which maps big blocks fresh and unmaps them
 // on free. It is meant for CPU plugins, whose device buffers and per-launch

@@ -5,15 +5,15 @@ import (
 	"time"
 )
 
-// scaleModule doubles a 1M-element vector and adds one, through a temporary
-// large enough for the host cache.
+// scaleModule doubles a 9M-element vector (36 MiB, above the cache's 32 MiB
+// floor) and adds one.
 const scaleModule = `module @scale {
-  func.func public @main(%x: tensor<1048576xf32>) -> (tensor<1048576xf32>) {
-    %two = stablehlo.constant dense<2.0> : tensor<1048576xf32>
-    %one = stablehlo.constant dense<1.0> : tensor<1048576xf32>
-    %0 = stablehlo.multiply %x, %two : tensor<1048576xf32>
-    %1 = stablehlo.add %0, %one : tensor<1048576xf32>
-    return %1 : tensor<1048576xf32>
+  func.func public @main(%x: tensor<9437184xf32>) -> (tensor<9437184xf32>) {
+    %two = stablehlo.constant dense<2.0> : tensor<9437184xf32>
+    %one = stablehlo.constant dense<1.0> : tensor<9437184xf32>
+    %0 = stablehlo.multiply %x, %two : tensor<9437184xf32>
+    %1 = stablehlo.add %0, %one : tensor<9437184xf32>
+    return %1 : tensor<9437184xf32>
   }
 }`
 
@@ -29,7 +29,7 @@ func TestHostCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := compile(t, c, scaleModule, DefaultCompileOptions())
-	const n = 1 << 20
+	const n = 9 << 20
 	before := ReadHostCacheStats()
 	for round := 0; round < 4; round++ {
 		v := make([]float32, n)
@@ -69,10 +69,10 @@ func TestHostCache(t *testing.T) {
 	}
 	t.Logf("host cache: %+v → %+v", before, after)
 	if after.Hits-before.Hits < 4 {
-		t.Errorf("host cache hits grew by %d over 4 rounds of 4 MiB buffers, want at least 4", after.Hits-before.Hits)
+		t.Errorf("host cache hits grew by %d over 4 rounds of 36 MiB buffers, want at least 4", after.Hits-before.Hits)
 	}
-	if after.FreeBytes < 4<<20 {
-		t.Errorf("free bytes %d after the buffers were destroyed, want at least 4 MiB", after.FreeBytes)
+	if after.FreeBytes < 36<<20 {
+		t.Errorf("free bytes %d after the buffers were destroyed, want at least 36 MiB", after.FreeBytes)
 	}
 	ReleaseHostCache()
 	if s := ReadHostCacheStats(); s.FreeBytes != 0 {

@@ -98,11 +98,10 @@ import json, torch, torchtpu
 from torchtpu import metrics
 torch.tpu.set_mode("fused")
 g = torch.Generator().manual_seed(0)
-w = torch.randn(512, 512, generator=g).to("tpu")
 outs = []
 for step in range(4):
-    x = torch.randn(2048, 512, generator=g).to("tpu")
-    y = torch.tanh(x @ w.T) * x + step     # 4 MiB temporaries and outputs
+    x = torch.randn(5000, 2000, generator=g).to("tpu")
+    y = torch.tanh(x) * x + step     # 40 MB inputs and outputs, above the cache's 32 MiB floor
     outs.append(float(y.double().sum().item()))
     del x, y
 m = metrics.metrics()
@@ -122,5 +121,5 @@ def test_host_cache_reuses_plugin_blocks_and_empty_cache_releases_them():
     assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
     a, b = json.loads(on.stdout.splitlines()[-1]), json.loads(off.stdout.splitlines()[-1])
     assert a["outs"] == b["outs"]
-    assert a["hits"] >= 3 and a["free_before"] >= 4 << 20 and a["free_after"] == 0, a
+    assert a["hits"] >= 3 and a["free_before"] >= 40_000_000 and a["free_after"] == 0, a
     assert b["hits"] == 0 and b["free_before"] == 0, b
