@@ -56,13 +56,8 @@ type rangeReader interface {
 
 // checkIndices reads index argument i to the host and checks 0 <= v < size.
 func (c *Ctx) checkIndices(i int, size int64, msg func(v int64) error) error {
-	if c.NoHostChecks {
+	if c.NoHostChecks || c.knownWithin(i, 0, size-1) {
 		return nil
-	}
-	if rr, ok := c.R.(rangeReader); ok {
-		if lo, hi, known := rr.IntRange(c.Args[i].Handles[0]); known && lo >= 0 && hi < size {
-			return nil
-		}
 	}
 	vs, err := c.R.Int64s(c.Args[i].Handles[0])
 	if err != nil {
@@ -74,6 +69,17 @@ func (c *Ctx) checkIndices(i int, size int64, msg func(v int64) error) error {
 		}
 	}
 	return nil
+}
+
+// knownWithin reports whether the engine knows, without a device read, that
+// every value of integer tensor argument i lies in [lo, hi] (intrange.go).
+func (c *Ctx) knownWithin(i int, lo, hi int64) bool {
+	rr, ok := c.R.(rangeReader)
+	if !ok {
+		return false
+	}
+	l, h, known := rr.IntRange(c.Args[i].Handles[0])
+	return known && l >= lo && h <= hi
 }
 
 // indexSelect is index_select(self, dim, index).

@@ -267,3 +267,39 @@ def test_batches_sliced_on_the_device_share_one_program(mode):
     for i, g in enumerate(got):
         torch.testing.assert_close(g, (data[i * 8:(i + 1) * 8] @ w).tanh().sum(0))
     assert compiled == 0
+
+
+def test_uploaded_targets_keep_the_loss_in_the_step_graph():
+    # Targets uploaded whole from the host have a known range, so cross_entropy checks them
+    # without reading the device: a fused training step is one program with no mid-step flush.
+    torch.tpu.set_mode("fused")
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.Linear(6, 4).to("tpu")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        x, y = torch.randn(8, 6), torch.randint(0, 4, (8,))
+        xt, yt = x.to("tpu"), y.to("tpu")
+        ref = torch.nn.Linear(6, 4)
+        ref.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
+        ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+        torch.tpu.synchronize()
+        torch.tpu.reset_metrics()
+        for _ in range(3):
+            loss = torch.nn.functional.cross_entropy(model(xt), yt)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            want = torch.nn.functional.cross_entropy(ref(x), y)
+            ref_opt.zero_grad()
+            want.backward()
+            ref_opt.step()
+            torch.testing.assert_close(loss.item(), want.item(), rtol=1e-5, atol=1e-6)
+        m = torch.tpu.metrics()
+        assert m["flushes_by_reason"].get("rule reads data", 0) == 0, m["flushes_by_reason"]
+        assert m["executions"] == 3, m["executions"]
+        # An uploaded target out of range is still an error at the call.
+        with pytest.raises(RuntimeError, match="Target 4 is out of bounds"):
+            torch.nn.functional.cross_entropy(model(xt), torch.tensor([0, 4, 1, 2, 3, 0, 1, 2]).to("tpu"))
+    finally:
+        torch.tpu.synchronize()
+        torch.tpu.set_mode("strict")
