@@ -44,14 +44,14 @@ static tt_block* hc_free;  // blocks kept for reuse, most recent last
 static size_t hc_nfree, hc_capfree;
 static size_t hc_free_bytes, hc_live_bytes, hc_limit;
 static uint64_t hc_hits, hc_misses;
+static uintptr_t hc_page = 4096;  // the page size, set at install
 
 // hc_class rounds n up to its size class: a multiple of 1/8 of the largest
 // power of two not above n, and of the page size.
 static size_t hc_class(size_t n) {
   size_t top = (size_t)1 << (63 - __builtin_clzl(n));
   size_t step = top >> 3;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  if (step < page) step = page;
+  if (step < hc_page) step = hc_page;
   return (n + step - 1) / step * step;
 }
 
@@ -125,7 +125,7 @@ static void hc_put(void* p, size_t size) {
 }
 
 static int hc_posix_memalign(void** out, size_t align, size_t n) {
-  if (n >= TT_HC_MIN && align <= (size_t)sysconf(_SC_PAGESIZE)) {
+  if (n >= TT_HC_MIN && align <= hc_page) {
     void* p = hc_get(n);
     if (p != NULL) {
       *out = p;
@@ -136,7 +136,7 @@ static int hc_posix_memalign(void** out, size_t align, size_t n) {
 }
 
 static void* hc_aligned_alloc(size_t align, size_t n) {
-  if (n >= TT_HC_MIN && align <= (size_t)sysconf(_SC_PAGESIZE)) {
+  if (n >= TT_HC_MIN && align <= hc_page) {
     void* p = hc_get(n);
     if (p != NULL) return p;
   }
@@ -145,7 +145,7 @@ static void* hc_aligned_alloc(size_t align, size_t n) {
 
 // hc_mine reports whether p could be a cache block: they are page-aligned,
 // the C library's small blocks never are.
-static int hc_mine(void* p) { return p != NULL && ((uintptr_t)p & ((uintptr_t)sysconf(_SC_PAGESIZE) - 1)) == 0; }
+static int hc_mine(void* p) { return p != NULL && ((uintptr_t)p & (hc_page - 1)) == 0; }
 
 static void hc_free_fn(void* p) {
   if (!hc_mine(p)) {
@@ -250,6 +250,7 @@ int tt_hostcache_install(void* handle, size_t limit) {
   if (syms == NULL || strtab == NULL || !pltrel_rela) return -1;
   pthread_mutex_lock(&hc_mu);
   hc_limit = limit;
+  hc_page = (uintptr_t)sysconf(_SC_PAGESIZE);
   pthread_mutex_unlock(&hc_mu);
   static int atfork_done;
   if (!__atomic_exchange_n(&atfork_done, 1, __ATOMIC_SEQ_CST)) pthread_atfork(hc_lock, hc_unlock, hc_unlock);

@@ -87,12 +87,15 @@ class KeyedJagged:
         return self.weights_
 
 
-def _bucket(n):
-    """n rounded up to one of eight sizes per power of two (at least 64): at most 12.5% padding."""
-    if n <= 64:
-        return 64
+def _round8(n):
+    """n (at least 8) rounded up to one of eight sizes per power of two: at most 12.5% padding."""
     step = 1 << (n.bit_length() - 4)
     return -(-n // step) * step
+
+
+def _bucket(n):
+    """_round8 of n, at least 64."""
+    return 64 if n <= 64 else _round8(n)
 
 
 def _fail(msg):
@@ -132,10 +135,7 @@ CHUNK = 32768  # ids (slots) per device piece: bounds the batch-sized temporarie
 def _width(n):
     """A bag width for a longest bag of n ids: exact up to 8, then one of eight sizes per power of
     two (at most 12.5% padding), so fixed multi-hot sizes keep one program."""
-    if n <= 8:
-        return max(n, 1)
-    step = 1 << (n.bit_length() - 4)
-    return -(-n // step) * step
+    return max(n, 1) if n <= 8 else _round8(n)
 
 
 @dataclass
@@ -251,23 +251,26 @@ class _TableStack(nn.Module):
         distinct rows are updated CHUNK rows at a time."""
         self.steps += 1
         if self.optimizer == "sgd":  # no per-row state: the slots' gradients go straight into the table
-            for grp, grad in zip(b.groups, grads):
-                if grad is not None:
-                    for a, e in grp.pieces:
-                        rows = (grad[a:e].unsqueeze(1) * grp.gain[a:e].unsqueeze(2)).reshape(-1, self.dim)
-                        self.weight.index_add_(0, grp.ids[a:e].reshape(-1), rows, alpha=-self.hp["lr"])
+            for ids, _, rows in self._slot_grads(b, grads):
+                self.weight.index_add_(0, ids, rows, alpha=-self.hp["lr"])
             return
         u = b.unique
         g = torch.zeros(u.numel(), self.dim, dtype=self.weight.dtype, device=self.weight.device)
+        for _, inverse, rows in self._slot_grads(b, grads):
+            g.index_add_(0, inverse, rows)
+        step = CHUNK
+        for a in range(0, u.numel(), step):
+            self._apply(u[a:a + step], g[a:a + step])
+
+    def _slot_grads(self, b, grads):
+        """Per piece of each group: its slots' rows, their positions among the distinct rows, and
+        their gradients (the bag's gradient times the slot's gain), all flat."""
         for grp, grad in zip(b.groups, grads):
             if grad is None:
                 continue
             for a, e in grp.pieces:
                 rows = (grad[a:e].unsqueeze(1) * grp.gain[a:e].unsqueeze(2)).reshape(-1, self.dim)
-                g.index_add_(0, grp.inverse[a:e].reshape(-1), rows)
-        step = CHUNK
-        for a in range(0, u.numel(), step):
-            self._apply(u[a:a + step], g[a:a + step])
+                yield grp.ids[a:e].reshape(-1), grp.inverse[a:e].reshape(-1), rows
 
     def _apply(self, u, g):
         """One optimizer step for the distinct rows u with gradient rows g (a slice of the
