@@ -200,7 +200,9 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     from_host(dst, self);
   } else {
     TORCH_CHECK(dst.device().is_cpu(), "torchtpu: cannot copy from ", self.device(), " to ", dst.device());
-    dst.copy_(to_host(self));
+    if (!to_host_into(self, dst)) {
+      dst.copy_(to_host(self));
+    }
   }
   return dst;
 }
@@ -240,6 +242,19 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 }
 
 }  // namespace
+
+bool to_host_into(const at::Tensor& src, const at::Tensor& dst) {
+  if (!dst.is_contiguous() || dst.scalar_type() != src.scalar_type() || !dst.sizes().equals(src.sizes()) ||
+      dst.is_conj() || dst.is_neg() || src.is_conj() || src.is_neg()) {
+    return false;
+  }
+  check_usable();
+  ttpu_tensor desc = describe(src);
+  ErrBuf err;
+  check(ttpu_to_host(&desc, dst.data_ptr(), static_cast<int64_t>(dst.nbytes()), err.data(), err.len()), err,
+        "ttpu_to_host");
+  return true;
+}
 
 at::Tensor to_host(const at::Tensor& src) {
   check_usable();

@@ -48,7 +48,7 @@ func TestMiscRules(t *testing.T) {
 		}, "1x2x10x12xf32"},
 		{"aten::_scaled_dot_product_flash_attention_for_cpu", func(h *harness) []Arg {
 			return []Arg{f32(h, 2, 3, 4, 8), f32(h, 2, 3, 6, 8), f32(h, 2, 3, 6, 5), floatArg(0), boolArg(true)}
-		}, "2x3x4x5xf32, 2x3x4xf32"},
+		}, "2x3x4x5xf32, 2x4x3xf32"},
 		{"aten::_scaled_dot_product_flash_attention_for_cpu_backward", func(h *harness) []Arg {
 			return []Arg{f32(h, 2, 4, 5), f32(h, 2, 4, 8), f32(h, 2, 6, 8), f32(h, 2, 6, 5), f32(h, 2, 4, 5), f32(h, 2, 4),
 				floatArg(0), boolArg(false), f32(h, 4, 6)}

@@ -129,10 +129,25 @@ func sdpaFlashCPU(c *Ctx) ([]*hlo.Value, error) {
 	bd := seq(len(a.batch))
 	nb := int64(len(a.batch))
 	out := b.DotGeneral(p, a.v, bd, bd, []int64{nb + 1}, []int64{nb})
-	// CPU multiplies by the reciprocal of the row sum.
-	inv := b.Div(full(b, a.d, sum.T.Shape, 1), sum)
+	// CPU multiplies by the reciprocal of the row sum; a fully masked row (sum 0) gives zeros.
+	zero := full(b, a.d, sum.T.Shape, 0)
+	inv := b.Select(b.Compare(hlo.GT, sum, zero), b.Div(full(b, a.d, sum.T.Shape, 1), sum), zero)
 	out = b.Mul(out, b.BroadcastInDim(inv, out.T.Shape, a.rowDims()))
-	return []*hlo.Value{b.Convert(out, c.Meta(0).DType.Elem()), b.Convert(lse, a.d.Elem())}, nil
+	return []*hlo.Value{b.Convert(out, c.Meta(0).DType.Elem()), cpuOrder(b, a, b.Convert(lse, a.d.Elem()))}, nil
+}
+
+// cpuOrder puts a [B, H, L, E] gradient (or the [B, H, L] logsumexp) of a 4-D query in the memory order
+// CPU's flash kernels give them, [B, L, H, E] ([B, L, H]); the forward output keeps [B, H, L, E]. The
+// shim's kernels (csrc/attention.cpp) hand them to PyTorch transposed back, so sizes and strides match
+// CPU's, which compiled graphs rely on when they view the results.
+func cpuOrder(b *hlo.Builder, a *attnArgs, v *hlo.Value) *hlo.Value {
+	if len(a.batch) != 2 {
+		return v
+	}
+	if v.T.Rank() == 4 {
+		return b.Transpose(v, 0, 2, 1, 3)
+	}
+	return b.Transpose(v, 0, 2, 1)
 }
 
 // sdpaFlashCPUBackward is _scaled_dot_product_flash_attention_for_cpu_backward
@@ -151,6 +166,8 @@ func sdpaFlashCPUBackward(c *Ctx) ([]*hlo.Value, error) {
 	b, e := c.B, a.d.Elem()
 	sc := a.scores(b)
 	lse := b.Convert(c.T(5), e)
+	// A fully masked row has logsumexp -inf; +inf there makes its weights exp(-inf) = 0, not NaN.
+	lse = b.Select(b.IsFinite(lse), lse, full(b, a.d, lse.T.Shape, math.Inf(1)))
 	p := b.Exp(b.Sub(sc, b.BroadcastInDim(lse, sc.T.Shape, a.rowDims())))
 	bd := seq(len(a.batch))
 	nb := int64(len(a.batch))
@@ -163,7 +180,7 @@ func sdpaFlashCPUBackward(c *Ctx) ([]*hlo.Value, error) {
 	dq := b.DotGeneral(ds, a.k, bd, bd, []int64{nb + 1}, []int64{nb}) // [..., L, E]
 	dk := b.DotGeneral(ds, a.q, bd, bd, []int64{nb}, []int64{nb})     // [..., S, E]
 	el := c.Meta(1).DType.Elem()
-	return []*hlo.Value{b.Convert(dq, el), b.Convert(dk, el), b.Convert(dv, el)}, nil
+	return []*hlo.Value{cpuOrder(b, a, b.Convert(dq, el)), cpuOrder(b, a, b.Convert(dk, el)), cpuOrder(b, a, b.Convert(dv, el))}, nil
 }
 
 func init() {

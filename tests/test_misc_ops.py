@@ -121,6 +121,25 @@ def test_flash_attention_for_cpu(mode):
     check(lambda a, b, c: f(a, b, c)[1], q, k, v, atol=1e-5, rtol=1e-5)
 
 
+def test_flash_attention_strides_match_cpu():
+    # Compiled graphs view these results with the strides CPU's kernels (and their meta functions) give.
+    f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    bwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
+    q, k, v = randn(2, 3, 4, 8), randn(2, 3, 6, 8), randn(2, 3, 6, 8)
+    layouts = []
+    for dev in ("cpu", "tpu"):
+        # The query as a transformer block makes it: heads split out of [B, L, H*E] and moved forward.
+        a = q.transpose(1, 2).contiguous().to(dev).transpose(1, 2)
+        b, c = k.to(dev), v.to(dev)
+        out, lse = f(a, b, c, is_causal=True)
+        grads = bwd(out, a, b, c, out, lse, 0.0, True)
+        layouts.append([(t.shape, t.stride()) for t in (out, lse, *grads)])
+        if dev == "tpu":
+            torch.testing.assert_close(grads[1].cpu(), cpu_grads[1], atol=1e-5, rtol=1e-5)
+        cpu_grads = grads
+    assert layouts[0] == layouts[1]
+
+
 def test_segment_reduce(mode):
     data = randn(7, 3)
     data[2, 1] = 0.0

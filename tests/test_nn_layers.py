@@ -297,6 +297,47 @@ def test_scaled_dot_product_attention(mode, case):
             prep=lambda x: x.transpose(1, 2))
 
 
+def test_sdpa_fully_masked_row_gives_zeros(mode):
+    # CPU's flash kernel writes zeros (and zero gradients) for a query row whose keys are all masked out.
+    mask = torch.ones(5, 5, dtype=torch.bool)
+    mask[2] = False
+    compare(lambda m, a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=mask.to(a.device)),
+            randn(1, 2, 5, 4), randn(1, 2, 5, 4), randn(1, 2, 5, 4))
+
+
+def sdpa_ops(**kw):
+    """The ATen ops one scaled_dot_product_attention call reaches on tpu."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.__name__.split(".")[0])
+            return func(*args, **(kwargs or {}))
+
+    q, k, v = (randn(2, 4, 6, 8).to("tpu") for _ in range(3))
+    kv_heads = kw.pop("kv_heads", 4)
+    k, v = k[:, :kv_heads], v[:, :kv_heads]
+    backend = kw.pop("backend", None)
+    with torch.no_grad(), Ops():
+        if backend is None:
+            F.scaled_dot_product_attention(q, k, v, **kw)
+        else:
+            with torch.nn.attention.sdpa_kernel(backend):
+                F.scaled_dot_product_attention(q, k, v, **kw)
+    return seen
+
+
+def test_sdpa_takes_one_fused_op_where_it_fits():
+    assert sdpa_ops(is_causal=True) == ["_scaled_dot_product_flash_attention_for_cpu"]
+    math = {"bmm", "_safe_softmax"}
+    # Dropout, grouped query heads and a forced math backend keep the math decomposition.
+    assert math <= set(sdpa_ops(dropout_p=0.5))
+    assert math <= set(sdpa_ops(kv_heads=2, enable_gqa=True))
+    assert math <= set(sdpa_ops(backend=torch.nn.attention.SDPBackend.MATH))
+
+
 def test_training_step_no_fallbacks():
     torch.tpu.set_mode("fused")
     try:
