@@ -27,10 +27,10 @@ def fresh_metrics():
     assert no_fallbacks() == {}, "ops fell back to CPU"
 
 
-def run(kind, optimizer, steps, pooling="sum", weighted=False, lr=0.05):
+def run(kind, optimizer, steps, pooling="sum", weighted=False, lr=0.05, chunk=None):
     torch.manual_seed(0)
     model = train_dlrm.DLRM(ROWS, dim=8, embeddings=kind, optimizer=optimizer, lr=lr, device="tpu",
-                            pooling=pooling, padding_idx=0, bottom=(16,), top=(16,))
+                            pooling=pooling, padding_idx=0, bottom=(16,), top=(16,), chunk=chunk)
     model.init_tables(0)
     opts = model.make_optimizers(lambda p: torch.optim.SGD(p, lr=lr))
     gen = torch.Generator().manual_seed(1)
@@ -56,6 +56,22 @@ def test_fused_matches_sparse_path(mode, optimizer):
     _, kjt, _ = train_dlrm.synthetic_batch(gen, ROWS, 6, hot=HOT, ragged=True)
     assert (kjt.lengths() == 0).any() and (kjt.values() == 0).any()
     assert kjt.values()[:kjt.lengths()[:6].sum()].unique().numel() < kjt.lengths()[:6].sum()
+
+
+@pytest.mark.parametrize("optimizer", ["adagrad", "adam"])
+def test_update_blocks_match_sparse_path(optimizer):
+    # Chunks of 8 ids cut the tables into update blocks of at most 16 rows: tables alone, and
+    # small neighbours sharing one block; bags are cut into pieces of one to eight bags.
+    want_losses, want_tables, _ = run("sparse", optimizer, 6)
+    got_losses, got_tables, model = run("fused", optimizer, 6, chunk=8)
+    torch.testing.assert_close(got_losses, want_losses, **TOL)
+    for g, w in zip(got_tables, want_tables):
+        torch.testing.assert_close(g, w, **TOL)
+    _, kjt, _ = train_dlrm.synthetic_batch(torch.Generator().manual_seed(1), ROWS, 6, hot=HOT, ragged=True)
+    (batch,), _ = model.emb._prepare(kjt)
+    spans = [sorted({model.emb.stack_features[0][g.slots[j]] for i, j in blk.members for g in [batch.groups[i]]})
+             for blk in batch.blocks]
+    assert len(spans) > 2 and any(len(s) > 1 for s in spans), spans
 
 
 @pytest.mark.parametrize("pooling,weighted", [("mean", False), ("sum", True)])

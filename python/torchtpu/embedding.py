@@ -18,11 +18,12 @@ How a step runs:
 2. On the device, ``_TableStack.lookup`` gathers each group's rows and sums them over the bag
    width (a gather and a reduction, which XLA fuses; no scatter). ``_TableStack.update`` (in
    the backward) spreads each bag's gradient over its slots, sums the slots into one gradient
-   row per distinct row (the one scatter-add) and applies the optimizer to those rows. Pieces
-   of at most ``CHUNK`` slots, or distinct rows, keep the batch-sized temporaries small.
+   row per distinct row (the one scatter-add) and applies the optimizer to those rows, one
+   block of adjacent tables at a time (``_Block``), so only one block's gradient rows are held.
+   Pieces of at most ``CHUNK`` slots, or distinct rows, keep the other temporaries small.
 
-``lookup`` and ``update`` take the host-prepared ``_Batch`` (padded ids, gains, inverse map to the
-distinct rows: the CSR-wrapped COO input of SparseCore kernels, padded). They are the one
+``lookup`` and ``update`` take the host-prepared ``_Batch`` (padded ids, gains, positions among the
+distinct rows of their block: the CSR-wrapped COO input of SparseCore kernels, padded). They are the one
 interface a SparseCore kernel plugs into; on the XLA CPU plugin (and on CPU) they lower to
 gathers, reductions and scatter-adds.
 """
@@ -141,53 +142,93 @@ def _width(n):
 @dataclass
 class _Group:
     """Features of one stack whose bags are padded to the same width: row r of ``ids``, ``gain``
-    and ``inverse`` [bags, width] is one bag (feature-major, then batch order); ``ids`` are rows
+    and ``local`` [bags, width] is one bag (feature-major, then batch order); ``ids`` are rows
     of the stack, ``gain`` their factors in the bag's sum (0 in padding slots, which name the
-    scratch row), ``inverse`` their positions in the stack's ``unique`` rows. ``pieces`` cut the
-    bags into runs of at most CHUNK slots."""
+    scratch row), ``local`` their positions among their block's rows (padding slots: the block's
+    last row, scratch). ``pieces`` cut the bags into runs of at most CHUNK slots."""
     slots: list
     ids: torch.Tensor
     gain: torch.Tensor
-    inverse: torch.Tensor
+    local: torch.Tensor
     pieces: list
 
 
 @dataclass
+class _Block:
+    """Tables of one stack whose touched rows share one gradient buffer in the update: ``rows``
+    are the distinct rows the batch touches in them, padded with the scratch row to a bucketed
+    size (at most the tables' rows or their slots) plus the scratch row. ``members`` are its
+    features as (group, feature slot) pairs."""
+    rows: torch.Tensor
+    members: list
+
+
+@dataclass
 class _Batch:
-    """One stack's part of a batch, prepared on the host and uploaded: its bag-width groups and the
-    distinct rows the batch touches (``unique``, padded to a bucketed size with the scratch row,
-    which is always among them)."""
+    """One stack's part of a batch, prepared on the host and uploaded: its bag-width groups, the
+    blocks of its update, and the most slots one device piece takes."""
     groups: list
-    unique: torch.Tensor
+    blocks: list
+    chunk: int
 
 
-def _pieces(bags, width, chunk):
+def _pieces(bags, width, chunk, start=0):
     step = max(1, chunk // width)
-    return [(a, min(a + step, bags)) for a in range(0, bags, step)]
+    return [(a, min(a + step, bags)) for a in range(start, bags, step)]
 
 
-def _group_bags(feats, scratch, batch, chunk):
+def _blocks(slots, limit):
+    """Cuts the tables (their row spans [lo, hi) in the stack, the keys of slots) into blocks of
+    adjacent tables whose sizes (rows, or slots of their features when fewer) add up to at most
+    limit, or one table each when larger. Returns [(lo, hi, size)] in row order."""
+    out = []
+    for lo, hi in sorted(slots):
+        size = min(hi - lo, slots[(lo, hi)])
+        if out and out[-1][1] == lo and out[-1][2] + size <= limit:
+            out[-1] = (out[-1][0], hi, out[-1][2] + size)
+        else:
+            out.append((lo, hi, size))
+    return out
+
+
+def _group_bags(feats, spans, scratch, batch, chunk):
     """feats: per feature slot, (ids, bag, gain) with padding ids already pointing at the scratch
-    row with gain 0. Returns the groups (host tensors) and the padded distinct rows."""
+    row with gain 0; spans: per feature slot, its table's rows [lo, hi) in the stack. Returns the
+    groups and the blocks (host tensors)."""
     widths = []
     for ids, bag, _ in feats:
         longest = int(torch.bincount(bag, minlength=batch).max()) if ids.numel() else 0
         widths.append(_width(longest))
-    unique, inverse = torch.unique(torch.cat([torch.tensor([scratch])] + [f[0] for f in feats]).int(),
-                                   sorted=True, return_inverse=True)
-    at_scratch, inverse = int(inverse[0]), inverse[1:]
+    slots = {}
+    for span, w in zip(spans, widths):
+        slots[span] = slots.get(span, 0) + batch * w
+    cuts = _blocks(slots, 2 * chunk)
+    block_of = [next(i for i, (lo, hi, _) in enumerate(cuts) if lo <= span[0] < hi) for span in spans]
+    unique, inverse = torch.unique(torch.cat([f[0] for f in feats]), sorted=True, return_inverse=True)
+    firsts = torch.searchsorted(unique, torch.tensor([lo for lo, _, _ in cuts] + [cuts[-1][1]]))
+    blocks = []
+    for i, (lo, hi, size) in enumerate(cuts):
+        rows = unique[firsts[i]:firsts[i + 1]]
+        # The distinct rows, bucketed: fewer padding rows for the optimizer, and the same program
+        # while the count stays within its bucket.
+        size = min(size, _bucket(rows.numel()))
+        cuts[i] = (lo, hi, size)
+        blocks.append(_Block(torch.cat([rows, torch.full((size + 1 - rows.numel(),), scratch)]), []))
     groups, start = [], 0
-    cuts = []
+    at_feature = []
     for ids, _, _ in feats:
-        cuts.append((start, start + ids.numel()))
+        at_feature.append((start, start + ids.numel()))
         start += ids.numel()
     for width in sorted(set(widths)):
-        slots = [k for k, w in enumerate(widths) if w == width]
-        n = len(slots) * batch
+        members = [k for k, w in enumerate(widths) if w == width]
+        n = len(members) * batch
         gid = torch.full((n * width,), scratch, dtype=torch.long)
         gain = torch.zeros(n * width)
-        inv = torch.full((n * width,), at_scratch, dtype=torch.long)
-        for j, k in enumerate(slots):
+        local = torch.empty(n * width, dtype=torch.long)
+        for j, k in enumerate(members):
+            blk = block_of[k]
+            blocks[blk].members.append((len(groups), j))
+            local[j * batch * width:(j + 1) * batch * width] = cuts[blk][2]  # the block's scratch row
             ids, bag, w = feats[k]
             if not ids.numel():
                 continue
@@ -195,12 +236,11 @@ def _group_bags(feats, scratch, batch, chunk):
             first = torch.cumsum(counts, 0) - counts
             at = (j * batch + bag) * width + torch.arange(ids.numel()) - first[bag]
             gid[at], gain[at] = ids, w
-            inv[at] = inverse[cuts[k][0]:cuts[k][1]]
-        groups.append(_Group(slots, gid.view(n, width), gain.view(n, width), inv.view(n, width),
+            pos = inverse[at_feature[k][0]:at_feature[k][1]] - firsts[blk]
+            local[at] = torch.where(ids == scratch, cuts[blk][2], pos)
+        groups.append(_Group(members, gid.view(n, width), gain.view(n, width), local.view(n, width),
                              _pieces(n, width, chunk)))
-    u = _bucket(unique.numel())
-    unique = torch.cat([unique.long(), torch.full((u - unique.numel(),), scratch, dtype=torch.long)])
-    return groups, unique
+    return groups, blocks
 
 
 class _TableStack(nn.Module):
@@ -248,29 +288,32 @@ class _TableStack(nn.Module):
     def update(self, b: _Batch, grads):
         """Applies the optimizer to the touched rows from the pooled gradients of the groups: each
         slot's gradient (its bag's, times its gain) is summed into its distinct row, then the
-        distinct rows are updated CHUNK rows at a time."""
+        distinct rows are updated CHUNK rows at a time; one block of tables at a time, so the
+        gradient rows of one block are all that is held."""
         self.steps += 1
         if self.optimizer == "sgd":  # no per-row state: the slots' gradients go straight into the table
-            for ids, _, rows in self._slot_grads(b, grads):
+            every = [(i, j) for i, grp in enumerate(b.groups) for j in range(len(grp.slots))]
+            for ids, _, rows in self._slot_grads(b, grads, every):
                 self.weight.index_add_(0, ids, rows, alpha=-self.hp["lr"])
             return
-        u = b.unique
-        g = torch.zeros(u.numel(), self.dim, dtype=self.weight.dtype, device=self.weight.device)
-        for _, inverse, rows in self._slot_grads(b, grads):
-            g.index_add_(0, inverse, rows)
-        step = CHUNK
-        for a in range(0, u.numel(), step):
-            self._apply(u[a:a + step], g[a:a + step])
+        for blk in b.blocks:
+            g = torch.zeros(blk.rows.numel(), self.dim, dtype=self.weight.dtype, device=self.weight.device)
+            for _, local, rows in self._slot_grads(b, grads, blk.members):
+                g.index_add_(0, local, rows)
+            for a in range(0, blk.rows.numel(), CHUNK):
+                self._apply(blk.rows[a:a + CHUNK], g[a:a + CHUNK])
 
-    def _slot_grads(self, b, grads):
-        """Per piece of each group: its slots' rows, their positions among the distinct rows, and
-        their gradients (the bag's gradient times the slot's gain), all flat."""
-        for grp, grad in zip(b.groups, grads):
+    def _slot_grads(self, b, grads, members):
+        """Per piece of each member (group, feature slot): its slots' rows, their positions among
+        the block's rows, and their gradients (the bag's gradient times the slot's gain), flat."""
+        for i, j in members:
+            grp, grad = b.groups[i], grads[i]
             if grad is None:
                 continue
-            for a, e in grp.pieces:
+            bags = grp.ids.shape[0] // len(grp.slots)
+            for a, e in _pieces((j + 1) * bags, grp.ids.shape[1], b.chunk, j * bags):
                 rows = (grad[a:e].unsqueeze(1) * grp.gain[a:e].unsqueeze(2)).reshape(-1, self.dim)
-                yield grp.ids[a:e].reshape(-1), grp.inverse[a:e].reshape(-1), rows
+                yield grp.ids[a:e].reshape(-1), grp.local[a:e].reshape(-1), rows
 
     def _apply(self, u, g):
         """One optimizer step for the distinct rows u with gradient rows g (a slice of the
@@ -411,7 +454,7 @@ class FusedEmbeddingBagCollection(nn.Module):
         bag_of = torch.repeat_interleave(torch.arange(offsets.numel() - 1), offsets[1:] - offsets[:-1])
         gains = weights.float() if weights is not None else torch.ones(values.numel())
         for s, feats in zip(self.stacks, self.stack_features):
-            parts = []
+            parts, spans = [], []
             for f in feats:
                 t, k = self.feature_table[f], keys.index(f)
                 ids = values[starts[k]:starts[k + 1]] + s.base[t.name]
@@ -427,11 +470,15 @@ class FusedEmbeddingBagCollection(nn.Module):
                     count = torch.bincount(kept, minlength=batch).clamp_(min=1)
                     w = w / count[bag]
                 parts.append((ids, bag, w))
-            groups, unique = _group_bags(parts, s.scratch, batch, self.chunk or CHUNK)
+                spans.append((s.base[t.name], s.base[t.name] + t.num_embeddings))
+            chunk = self.chunk or CHUNK
+            groups, blocks = _group_bags(parts, spans, s.scratch, batch, chunk)
             dt = s.weight.dtype
             for g in groups:
-                g.ids, g.gain, g.inverse = g.ids.to(device), g.gain.to(device, dt), g.inverse.to(device)
-            batches.append(_Batch(groups, unique.to(device)))
+                g.ids, g.gain, g.local = g.ids.to(device), g.gain.to(device, dt), g.local.to(device)
+            for blk in blocks:
+                blk.rows = blk.rows.to(device)
+            batches.append(_Batch(groups, blocks, chunk))
         return batches, batch
 
     def forward(self, kjt):
