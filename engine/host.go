@@ -96,11 +96,16 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 		return err
 	}
 	e.setWhy(whyToHost)
-	if st.pending == nil && st.buf != nil && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {
+	// A whole storage is read from its own buffer, after the flush that computes it when it is
+	// pending: as an extra output, its value would be a second output of the graph, which XLA
+	// fills by copying the first.
+	if (st.pending != nil || st.buf != nil) && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {
 		if err := e.flush(); err != nil {
 			return err
 		}
-		return e.copyToHost(st.buf, dst, "tensor")
+		if st.buf != nil {
+			return e.copyToHost(st.buf, dst, "tensor")
+		}
 	}
 	// Materialize the view as an extra output of the pending graph.
 	v := e.Read(t)
