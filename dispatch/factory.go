@@ -51,6 +51,10 @@ func arangeOut(c *Ctx) ([]*hlo.Value, error) {
 		acc = Float32
 	}
 	b := c.B
+	if (d == Int64 || d == Int32) && n > 0 {
+		first, last := int64(start), int64(start+float64(n-1)*step)
+		c.KnowRange(0, min(first, last), max(first, last))
+	}
 	i := b.Convert(b.Iota(hlo.T(hlo.S64, n), 0), acc.Elem())
 	sv := b.BroadcastTo(c.R.Scalar(start, acc.Elem()), []int64{n})
 	st := b.BroadcastTo(c.R.Scalar(step, acc.Elem()), []int64{n})

@@ -53,6 +53,18 @@ type Ctx struct {
 	// checks that would read indices to the host are skipped (out-of-range
 	// indices then give unspecified values, as in other compiled code).
 	NoHostChecks bool
+	// Ranges holds, by result index, the range [lo, hi] of an integer result whose
+	// values the rule knows from its arguments alone (arange); the engine keeps
+	// it for index checks, so indices made on the device need no read either.
+	Ranges map[int][2]int64
+}
+
+// KnowRange records that every value of integer result i lies in [lo, hi].
+func (c *Ctx) KnowRange(i int, lo, hi int64) {
+	if c.Ranges == nil {
+		c.Ranges = map[int][2]int64{}
+	}
+	c.Ranges[i] = [2]int64{lo, hi}
 }
 
 // WriteArg records that value v is to be stored into tensor index of argument arg.

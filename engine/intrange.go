@@ -44,3 +44,26 @@ func (e *Engine) IntRange(h any) (lo, hi int64, ok bool) {
 	}
 	return st.known.lo, st.known.hi, true
 }
+
+// keepRanges gives the storages of a rule's nres results the value ranges the
+// rule reported (dispatch.Ctx.KnowRange), where a result is its storage's whole
+// value: a new output, or an out= argument that covers its storage.
+func (e *Engine) keepRanges(c *dispatch.Ctx, v dispatch.Variant, args []dispatch.Arg, outs []OutTensor, nres int) {
+	for i, r := range c.Ranges {
+		var t *TensorDesc
+		switch {
+		case v == dispatch.Functional && i < len(outs):
+			t = &TensorDesc{Addr: outs[i].Addr, DType: outs[i].DType, Sizes: outs[i].Sizes}
+		case v == dispatch.OutVariant && i < nres && nres <= len(args):
+			t = args[len(args)-nres+i].Handles[0].(*TensorDesc)
+		default:
+			continue
+		}
+		st := e.storages[t.Addr]
+		if st == nil || st.dtype != t.DType || (t.DType != dispatch.Int64 && t.DType != dispatch.Int32) ||
+			!t.offsetFreeWhole(st.shape) {
+			continue
+		}
+		st.known = &intRange{r[0], r[1]}
+	}
+}

@@ -127,13 +127,14 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 			return nil, err
 		}
 	}
+	e.keepRanges(c, entry.Variant, args, outs, len(results))
 	e.m.OpsRecorded++
 	e.g.ops++
 	if len(e.g.first) < maxFirstOps {
 		e.g.first = append(e.g.first, op)
 	}
 	var plan *opPlan
-	if planning {
+	if planning && len(c.Ranges) == 0 { // a replay would not keep the ranges
 		plan = e.makePlan(args, outs, execsBefore)
 	}
 	if !e.capturing() && (e.mode != ModeFused || e.g.ops >= e.fused) {

@@ -303,3 +303,27 @@ def test_uploaded_targets_keep_the_loss_in_the_step_graph():
     finally:
         torch.tpu.synchronize()
         torch.tpu.set_mode("strict")
+
+
+@pytest.mark.parametrize("start,step", [(0, 1), (5, -1), (2, 3)])
+def test_arange_positions_keep_the_embedding_in_the_graph(start, step):
+    # arange knows its values, so an embedding indexed by positions made on the device (a GPT's
+    # position embedding) is checked without a device read: no flush before the step's end.
+    torch.tpu.set_mode("fused")
+    try:
+        emb = torch.nn.Embedding(12, 3)
+        temb = torch.nn.Embedding(12, 3).to("tpu")
+        temb.load_state_dict(emb.state_dict())
+        torch.tpu.synchronize()
+        torch.tpu.reset_metrics()
+        pos = torch.arange(start, start + 4 * step, step, device="tpu")
+        got = temb(pos) * 2
+        assert torch.tpu.metrics()["executions"] == 0
+        torch.testing.assert_close(got.cpu(), emb(torch.arange(start, start + 4 * step, step)) * 2)
+        assert torch.tpu.metrics()["flushes_by_reason"] == {"to-host read": 1}
+        # Positions past the table are still an error at the call.
+        with pytest.raises((IndexError, RuntimeError), match="index out of range"):
+            temb(torch.arange(10, 14, device="tpu"))
+    finally:
+        torch.tpu.synchronize()
+        torch.tpu.set_mode("strict")
