@@ -204,8 +204,10 @@ def _group_bags(feats, spans, scratch, batch, chunk):
         slots[span] = slots.get(span, 0) + batch * w
     cuts = _blocks(slots, 2 * chunk)
     block_of = [next(i for i, (lo, hi, _) in enumerate(cuts) if lo <= span[0] < hi) for span in spans]
-    unique, inverse = torch.unique(torch.cat([f[0] for f in feats]), sorted=True, return_inverse=True)
-    firsts = torch.searchsorted(unique, torch.tensor([lo for lo, _, _ in cuts] + [cuts[-1][1]]))
+    unique, inverse = torch.unique(torch.cat([torch.zeros(0, dtype=torch.long)] + [f[0] for f in feats]),
+                                   sorted=True, return_inverse=True)
+    bounds = [lo for lo, _, _ in cuts] + [cuts[-1][1]] if cuts else []
+    firsts = torch.searchsorted(unique, torch.tensor(bounds, dtype=torch.long))
     blocks = []
     for i, (lo, hi, size) in enumerate(cuts):
         rows = unique[firsts[i]:firsts[i + 1]]
