@@ -162,3 +162,21 @@ def test_peak_memory(optimizer, state_factor, monkeypatch):
     torch.tpu.synchronize()
     peak = torch.tpu.max_memory_allocated()
     assert peak <= 1.25 * table_bytes, f"peak {peak} bytes, tables and state {table_bytes}"
+
+
+def test_empty_batch_and_featureless_table():
+    # A table no feature reads (its own stack, dim 8) and a batch of empty bags: zeros out,
+    # zero gradients, tables unchanged.
+    tables = [EmbeddingBagConfig("a", 10, 4, ["f"]), EmbeddingBagConfig("b", 10, 8, [])]
+    ebc = FusedEmbeddingBagCollection(tables, "adagrad", {"lr": 0.5})
+    before = ebc.weight("a").cpu().clone()
+    kjt = KeyedJagged(["f"], torch.tensor([], dtype=torch.long), lengths=torch.tensor([0, 0]))
+    out = ebc(kjt)
+    (out["f"] * 3).sum().backward()
+    assert torch.equal(out["f"].detach().cpu(), torch.zeros(2, 4))
+    assert torch.equal(ebc.weight("a").cpu(), before)
+    # Then ids again: only the touched rows move.
+    out = ebc(KeyedJagged(["f"], torch.tensor([1, 2, 2]), lengths=torch.tensor([2, 1])))
+    out["f"].sum().backward()
+    moved = (ebc.weight("a").cpu() != before).any(1)
+    assert moved.tolist() == [False, True, True] + [False] * 7
