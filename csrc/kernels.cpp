@@ -243,16 +243,25 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 
 }  // namespace
 
+namespace {
+
+// read_into copies the tpu view src, as its raw memory, into the contiguous CPU tensor dst of its dtype and sizes.
+void read_into(const at::Tensor& src, const at::Tensor& dst) {
+  ttpu_tensor desc = describe(src);
+  ErrBuf err;
+  check(ttpu_to_host(&desc, dst.data_ptr(), static_cast<int64_t>(dst.nbytes()), err.data(), err.len()), err,
+        "ttpu_to_host");
+}
+
+}  // namespace
+
 bool to_host_into(const at::Tensor& src, const at::Tensor& dst) {
   if (!dst.is_contiguous() || dst.scalar_type() != src.scalar_type() || !dst.sizes().equals(src.sizes()) ||
       dst.is_conj() || dst.is_neg() || src.is_conj() || src.is_neg()) {
     return false;
   }
   check_usable();
-  ttpu_tensor desc = describe(src);
-  ErrBuf err;
-  check(ttpu_to_host(&desc, dst.data_ptr(), static_cast<int64_t>(dst.nbytes()), err.data(), err.len()), err,
-        "ttpu_to_host");
+  read_into(src, dst);
   return true;
 }
 
@@ -262,10 +271,7 @@ at::Tensor to_host(const at::Tensor& src) {
   if (out.numel() == 0) {
     return out;
   }
-  ttpu_tensor desc = describe(src);
-  ErrBuf err;
-  check(ttpu_to_host(&desc, out.data_ptr(), static_cast<int64_t>(out.nbytes()), err.data(), err.len()), err,
-        "ttpu_to_host");
+  read_into(src, out);
   // The memory came over as it is: the host tensor shows it through src's conjugate and negative bits.
   out._set_conj(src.is_conj());
   out._set_neg(src.is_neg());

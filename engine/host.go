@@ -98,18 +98,12 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	e.setWhy(whyToHost)
 	// A whole storage is read from its own buffer, after the flush that computes it when it is
 	// pending: as an extra output, its value would be a second output of the graph, which XLA
-	// fills by copying the first. The read waits for the last launch first, as a CUDA copy to
-	// the host waits for its stream, so the plugin copies a ready buffer instead of queueing
-	// the copy behind the running program (attention at T=256: 1.8-2.0 ms a call against
-	// 2.0-2.2 in one set of interleaved runs; later sets were within noise).
+	// fills by copying the first.
 	if (st.pending != nil || st.buf != nil) && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {
 		if err := e.flush(); err != nil {
 			return err
 		}
 		if st.buf != nil {
-			if n := len(e.events); n > 0 {
-				_ = e.events[n-1].Await()
-			}
 			return e.copyToHost(st.buf, dst, "tensor")
 		}
 	}
