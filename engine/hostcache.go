@@ -10,10 +10,12 @@ import (
 )
 
 // cacheHostBlocks turns on the plugin's host block cache (pjrt.CacheHostAllocations)
-// when the device memory is host memory, that is on the CPU plugin: without it
-// every launch maps its temporaries fresh and faults in each of their pages.
-// TORCHTPU_HOST_CACHE=0 turns it off; a byte count sets how much freed memory
-// it keeps (default a quarter of physical memory).
+// and holds the C library's heap thresholds (pjrt.HoldHostHeap) when the device
+// memory is host memory, that is on the CPU plugin: without them every launch
+// maps its temporaries fresh and faults in each of their pages, and in some
+// processes so does every buffer of a few MiB. TORCHTPU_HOST_CACHE=0 turns both
+// off; a byte count sets how much freed memory the cache keeps (default a
+// quarter of physical memory).
 func (e *Engine) cacheHostBlocks(p *pjrt.Plugin, platform string) {
 	v := os.Getenv("TORCHTPU_HOST_CACHE")
 	if platform != "cpu" || v == "0" {
@@ -33,6 +35,7 @@ func (e *Engine) cacheHostBlocks(p *pjrt.Plugin, platform string) {
 		return
 	}
 	e.hostCache = true
+	pjrt.HoldHostHeap()
 }
 
 // physicalMemory returns the machine's RAM in bytes (1 GiB if unknown).

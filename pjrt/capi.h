@@ -18,6 +18,7 @@ const PJRT_Api* tt_load(const char* path, void** handle_out, char** err_out);
 int tt_hostcache_install(void* handle, size_t limit);
 void tt_hostcache_release(void);
 void tt_hostcache_stats(uint64_t* free_bytes, uint64_t* live_bytes, uint64_t* hits, uint64_t* misses);
+int tt_hostheap_hold(void);
 void tt_api_version(const PJRT_Api* api, int* major, int* minor);
 int tt_header_major(void);
 int tt_header_minor(void);

@@ -19,6 +19,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -290,4 +291,22 @@ void tt_hostcache_stats(uint64_t* free_bytes, uint64_t* live_bytes, uint64_t* hi
   *hits = hc_hits;
   *misses = hc_misses;
   pthread_mutex_unlock(&hc_mu);
+}
+
+// tt_hostheap_hold fixes the C library's heap thresholds at the values its
+// dynamic rule reaches once a 32 MiB block has been freed: blocks under
+// 32 MiB come from the heaps, and a heap returns free memory to the kernel
+// only past 64 MiB at its top. With the dynamic rule, whether a block of a
+// few MiB (a buffer the plugin fills, a CPU tensor a copy lands in) was
+// mapped fresh, or trimmed away after its free, depended on how a process's
+// heaps happened to be laid out, so some processes faulted in every such
+// block on every step and others none. The settings cover the whole process.
+// A user who set the C library's malloc tunables keeps them: then nothing is
+// changed and the result is 0.
+int tt_hostheap_hold(void) {
+  const char* t = getenv("GLIBC_TUNABLES");
+  if ((t != NULL && strstr(t, "glibc.malloc.") != NULL) || getenv("MALLOC_TRIM_THRESHOLD_") != NULL ||
+      getenv("MALLOC_MMAP_THRESHOLD_") != NULL || getenv("MALLOC_TOP_PAD_") != NULL)
+    return 0;
+  return mallopt(M_MMAP_THRESHOLD, (int)TT_HC_MIN) && mallopt(M_TRIM_THRESHOLD, (int)(2 * TT_HC_MIN));
 }

@@ -43,3 +43,10 @@ func ReadHostCacheStats() HostCacheStats {
 
 // ReleaseHostCache unmaps every free block of the host cache.
 func ReleaseHostCache() { C.tt_hostcache_release() }
+
+// HoldHostHeap fixes the C library's heap thresholds for the whole process
+// (blocks under 32 MiB from the heaps, heaps trimmed past 64 MiB), so that
+// host blocks of a few MiB are reused instead of being mapped and faulted in
+// again on each use. It reports false, and changes nothing, when the user has
+// set the C library's malloc tunables.
+func HoldHostHeap() bool { return C.tt_hostheap_hold() != 0 }

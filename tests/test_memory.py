@@ -123,3 +123,32 @@ def test_host_cache_reuses_plugin_blocks_and_empty_cache_releases_them():
     assert a["outs"] == b["outs"]
     assert a["hits"] >= 3 and a["free_before"] >= 40_000_000 and a["free_after"] == 0, a
     assert b["hits"] == 0 and b["free_before"] == 0, b
+
+
+HEAP_SCRIPT = r"""
+import resource
+import torch
+import torchtpu
+x = torch.ones(1 << 20, device="tpu")  # 4 MiB
+faults = []
+for i in range(24):
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    y = (x * i).cpu()  # the plugin copies into a fresh 4 MiB CPU tensor
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+    assert y[0].item() == i and y[-1].item() == i
+    del y
+print(sum(faults[12:]))  # the first uses grow the heap of each thread that allocates
+"""
+
+
+def test_host_heap_reuses_blocks_of_a_few_mib_unless_the_user_tuned_malloc():
+    # Once warm, each product's 4 MiB buffer and each copy's 4 MiB destination (1024 pages
+    # each, 2048 a step) reuse the heap memory the previous ones freed, instead of being mapped and faulted
+    # in again. A user's own malloc tunables are kept: a zero
+    # trim threshold maps every such block fresh.
+    held = run_python(HEAP_SCRIPT)
+    user = run_python(HEAP_SCRIPT, GLIBC_TUNABLES="glibc.malloc.trim_threshold=0")
+    assert held.returncode == 0 and user.returncode == 0, held.stderr + user.stderr
+    held_faults, user_faults = int(held.stdout.split()[-1]), int(user.stdout.split()[-1])
+    assert held_faults < 12 * 2048 // 8, held_faults
+    assert user_faults > 12 * 2048 * 3 // 4, user_faults
