@@ -30,39 +30,42 @@ type Storage struct {
 
 // Engine is one PJRT client and the state of its devices.
 type Engine struct {
-	mu         sync.Mutex
-	client     *pjrt.Client
-	initErr    error
-	plugin     string
-	addrs      *addressSpace
-	storages   map[uint64]*Storage
-	live       int64
-	liveB      int64
-	g          *graph
-	mode       Mode
-	cache      *compile_cache.LRU
-	tiers      *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
-	options    []byte
-	scalars    map[scalarKey]*pjrt.Buffer
-	scalarOf   map[*pjrt.Buffer]scalarKey // the inverse of scalars
-	plans      map[hlo.Hash]*opPlan       // the strict fast path (fastpath.go)
-	sigBuf     []byte                     // scratch for opSignature
-	lastProg   string                     // the cache key of the program flush launched last
-	events     []*pjrt.Event              // completion events of work that may still run
-	forked     bool
-	m          Metrics
-	fused      int // op count that forces a flush in fused mode
-	warned     map[string]bool
-	cur        *dispatch.Ctx       // the rule running now, if any
-	limit      int64               // device memory limit in bytes
-	curOp      string              // the op being recorded, for error messages
-	pluginID   string              // the plugin identity, a part of every cache key
-	checkNaNs  bool                // TORCHTPU_CHECK_NANS=1
-	noDonate   bool                // TORCHTPU_DONATE=0
-	dumpWarned bool                // TORCHTPU_DUMP_DIR could not be written
-	hcBase     pjrt.HostCacheStats // host cache counters at the last metrics reset
-	hostCache  bool                // the plugin's large host blocks are cached (hostcache.go)
-	dev        devices             // the device ops record for, and the others' pending state (devices.go)
+	mu          sync.Mutex
+	client      *pjrt.Client
+	initErr     error
+	plugin      string
+	addrs       *addressSpace
+	storages    map[uint64]*Storage
+	live        int64
+	liveB       int64
+	g           *graph
+	mode        Mode
+	cache       *compile_cache.LRU
+	tiers       *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
+	options     []byte
+	scalars     map[scalarKey]*pjrt.Buffer
+	scalarOf    map[*pjrt.Buffer]scalarKey // the inverse of scalars
+	plans       map[hlo.Hash]*opPlan       // the strict fast path (fastpath.go)
+	sigBuf      []byte                     // scratch for opSignature
+	fusedPlans  map[hlo.Hash]*fusedPlan    // the fused fast path's plans by op signature
+	fusedLog    *fusedMark                 // the op being planned for the fused fast path, if any
+	noFusedPath bool                       // TORCHTPU_FUSED_FAST_PATH=0
+	lastProg    string                     // the cache key of the program flush launched last
+	events      []*pjrt.Event              // completion events of work that may still run
+	forked      bool
+	m           Metrics
+	fused       int // op count that forces a flush in fused mode
+	warned      map[string]bool
+	cur         *dispatch.Ctx       // the rule running now, if any
+	limit       int64               // device memory limit in bytes
+	curOp       string              // the op being recorded, for error messages
+	pluginID    string              // the plugin identity, a part of every cache key
+	checkNaNs   bool                // TORCHTPU_CHECK_NANS=1
+	noDonate    bool                // TORCHTPU_DONATE=0
+	dumpWarned  bool                // TORCHTPU_DUMP_DIR could not be written
+	hcBase      pjrt.HostCacheStats // host cache counters at the last metrics reset
+	hostCache   bool                // the plugin's large host blocks are cached (hostcache.go)
+	dev         devices             // the device ops record for, and the others' pending state (devices.go)
 
 	capture        *capture // the program being captured, if any (capture.go)
 	captureAborted string   // why the last capture stopped early
@@ -86,20 +89,22 @@ func (e *ResizeError) Error() string { return "out= arguments need resizing" }
 // New returns an engine with no plugin loaded; Init loads one.
 func New() *Engine {
 	e := &Engine{
-		storages: map[uint64]*Storage{},
-		cache:    compile_cache.NewLRU(4096),
-		scalars:  map[scalarKey]*pjrt.Buffer{},
-		scalarOf: map[*pjrt.Buffer]scalarKey{},
-		plans:    map[hlo.Hash]*opPlan{},
-		mode:     ModeStrict,
-		fused:    20000,
-		initErr:  errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),
+		storages:   map[uint64]*Storage{},
+		cache:      compile_cache.NewLRU(4096),
+		scalars:    map[scalarKey]*pjrt.Buffer{},
+		scalarOf:   map[*pjrt.Buffer]scalarKey{},
+		plans:      map[hlo.Hash]*opPlan{},
+		fusedPlans: map[hlo.Hash]*fusedPlan{},
+		mode:       ModeStrict,
+		fused:      20000,
+		initErr:    errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),
 	}
 	e.m = newMetrics()
 	e.logs = readLogTopics()
 	e.limit = memoryLimit()
 	e.checkNaNs = os.Getenv("TORCHTPU_CHECK_NANS") == "1"
 	e.noDonate = os.Getenv("TORCHTPU_DONATE") == "0"
+	e.noFusedPath = os.Getenv("TORCHTPU_FUSED_FAST_PATH") == "0"
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
 	}

@@ -59,8 +59,12 @@ var sigSeed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 // non-tensor argument by value (Python numbers included: a rule may derive
 // other numbers from them), each tensor's view geometry and dtype, the state
 // of its storage, the bytes of CPU scalars, and which arguments share a
-// storage. ok is false when the op cannot be planned.
-func (e *Engine) opSignature(op string, args []dispatch.Arg) (sig hlo.Hash, ok bool) {
+// storage. Without pending, every storage must hold a buffer (the strict fast
+// path binds buffers); with it, a storage may also hold a pending value or
+// none, and its state and known integer range are a part of the signature
+// (the fused fast path reads values). ok is false when the op cannot be
+// planned.
+func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig hlo.Hash, ok bool) {
 	buf := e.sigBuf[:0]
 	u := func(v uint64) { buf = binary.LittleEndian.AppendUint64(buf, v) }
 	i64s := func(vs []int64) {
@@ -106,12 +110,30 @@ func (e *Engine) opSignature(op string, args []dispatch.Arg) (sig hlo.Hash, ok b
 				continue
 			}
 			st, found := e.storages[t.Addr]
-			if !found || !st.shaped || st.buf == nil || st.pending != nil {
+			if !found {
+				return hlo.Hash{}, false
+			}
+			if !pending && (!st.shaped || st.buf == nil || st.pending != nil) {
 				return hlo.Hash{}, false
 			}
 			u(uint64(st.nbytes))
 			u(uint64(st.dtype))
 			i64s(st.shape)
+			if pending {
+				u(uint64(storageState(st)))
+				if st.pending != nil {
+					u(uint64(len(st.pending.T.Elem)))
+					buf = append(buf, st.pending.T.Elem...)
+					i64s(st.pending.T.Shape)
+				}
+				if st.known != nil {
+					u(1)
+					u(uint64(st.known.lo))
+					u(uint64(st.known.hi))
+				} else {
+					u(0)
+				}
+			}
 			// Which earlier tensor argument shares this storage, if any.
 			class := len(addrs)
 			for k, a := range addrs {

@@ -56,6 +56,9 @@ func (e *Engine) setPending(st *Storage, v *hlo.Value) {
 		e.g.pending = append(e.g.pending, st)
 	}
 	st.pending, st.known = v, nil
+	if e.fusedLog != nil {
+		e.fusedLog.writes = append(e.fusedLog.writes, pendingWrite{st, v})
+	}
 }
 
 type scalarKey struct {

@@ -11,32 +11,33 @@ import (
 
 // Metrics counts what the engine did since the last reset.
 type Metrics struct {
-	OpsRecorded      int64            `json:"ops_recorded"`
-	GraphsCompiled   int64            `json:"graphs_compiled"`
-	CompileSeconds   float64          `json:"compile_seconds"`
-	CompilesByReason map[string]int64 `json:"compiles_by_reason"` // programs new to the process, by recompile reason
-	CacheHits        int64            `json:"cache_hits"`
-	CacheMisses      int64            `json:"cache_misses"`
-	FastPathHits     int64            `json:"strict_fast_path_hits"`
-	DiskHits         int64            `json:"disk_cache_hits"`
-	RemoteHits       int64            `json:"remote_cache_hits"`
-	Executions       int64            `json:"executions"`
-	LaunchSeconds    float64          `json:"execute_launch_seconds"` // host time spent launching
-	DeviceSeconds    float64          `json:"execute_device_seconds"` // device time of executions run while a trace was active
-	Flushes          map[string]int64 `json:"flushes_by_reason"`
-	DonatedBuffers   int64            `json:"donated_buffers"`
-	H2DBytes         int64            `json:"host_to_device_bytes"`
-	D2HBytes         int64            `json:"device_to_host_bytes"`
-	H2DTransfers     int64            `json:"host_to_device_transfers"`
-	D2HTransfers     int64            `json:"device_to_host_transfers"`
-	Fallbacks        map[string]int64 `json:"cpu_fallbacks"`
-	PeakBytes        int64            `json:"peak_memory_allocated"`
-	LiveStorages     int64            `json:"live_storages"`
-	MemoryBytes      int64            `json:"memory_allocated"`
-	Mode             string           `json:"mode"`
-	HostCacheFree    int64            `json:"host_cache_free_bytes"` // freed plugin blocks kept for reuse (hostcache.go)
-	HostCacheHits    int64            `json:"host_cache_hits"`       // plugin allocations served from them
-	HostCacheMisses  int64            `json:"host_cache_misses"`     // plugin allocations newly mapped
+	OpsRecorded       int64            `json:"ops_recorded"`
+	GraphsCompiled    int64            `json:"graphs_compiled"`
+	CompileSeconds    float64          `json:"compile_seconds"`
+	CompilesByReason  map[string]int64 `json:"compiles_by_reason"` // programs new to the process, by recompile reason
+	CacheHits         int64            `json:"cache_hits"`
+	CacheMisses       int64            `json:"cache_misses"`
+	FastPathHits      int64            `json:"strict_fast_path_hits"`
+	FusedFastPathHits int64            `json:"fused_fast_path_hits"`
+	DiskHits          int64            `json:"disk_cache_hits"`
+	RemoteHits        int64            `json:"remote_cache_hits"`
+	Executions        int64            `json:"executions"`
+	LaunchSeconds     float64          `json:"execute_launch_seconds"` // host time spent launching
+	DeviceSeconds     float64          `json:"execute_device_seconds"` // device time of executions run while a trace was active
+	Flushes           map[string]int64 `json:"flushes_by_reason"`
+	DonatedBuffers    int64            `json:"donated_buffers"`
+	H2DBytes          int64            `json:"host_to_device_bytes"`
+	D2HBytes          int64            `json:"device_to_host_bytes"`
+	H2DTransfers      int64            `json:"host_to_device_transfers"`
+	D2HTransfers      int64            `json:"device_to_host_transfers"`
+	Fallbacks         map[string]int64 `json:"cpu_fallbacks"`
+	PeakBytes         int64            `json:"peak_memory_allocated"`
+	LiveStorages      int64            `json:"live_storages"`
+	MemoryBytes       int64            `json:"memory_allocated"`
+	Mode              string           `json:"mode"`
+	HostCacheFree     int64            `json:"host_cache_free_bytes"` // freed plugin blocks kept for reuse (hostcache.go)
+	HostCacheHits     int64            `json:"host_cache_hits"`       // plugin allocations served from them
+	HostCacheMisses   int64            `json:"host_cache_misses"`     // plugin allocations newly mapped
 }
 
 func newMetrics() Metrics {

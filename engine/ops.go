@@ -57,13 +57,35 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 	var sig hlo.Hash
 	planning := false
 	if e.mode == ModeStrict && !e.capturing() && e.g.ops == 0 && len(e.g.params) == 0 && len(e.g.pending) == 0 {
-		sig, planning = e.opSignature(op, args)
+		sig, planning = e.opSignature(op, args, false)
 		if p := e.plans[sig]; planning && p != nil {
 			outs, ok, err := e.replay(p, args)
 			if ok {
 				return outs, err
 			}
 			delete(e.plans, sig)
+		}
+	}
+	var fsig hlo.Hash
+	var mark *fusedMark
+	if e.mode == ModeFused && !e.capturing() && !e.noFusedPath {
+		if s, ok := e.opSignature(op, args, true); ok {
+			if p := e.fusedPlans[s]; p != nil {
+				outs, ok, err := e.replayFused(p, args)
+				if ok {
+					if err == nil {
+						err = e.recorded(op)
+					}
+					if err != nil {
+						return nil, err
+					}
+					return outs, nil
+				}
+				delete(e.fusedPlans, s)
+			}
+			if fsig, mark = s, e.markFused(args); mark != nil {
+				defer func() { e.fusedLog = nil }()
+			}
 		}
 	}
 	execsBefore := e.m.Executions
@@ -128,24 +150,22 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 		}
 	}
 	e.keepRanges(c, entry.Variant, args, outs, len(results))
-	e.m.OpsRecorded++
-	e.g.ops++
-	if len(e.g.first) < maxFirstOps {
-		e.g.first = append(e.g.first, op)
+	if mark != nil && len(c.Ranges) == 0 { // a replay would not keep the ranges
+		e.fusedLog = nil
+		if p := e.makeFusedPlan(mark, args, outs); p != nil {
+			if len(e.fusedPlans) >= maxPlans {
+				clear(e.fusedPlans)
+			}
+			e.fusedPlans[fsig] = p
+		}
 	}
 	var plan *opPlan
-	if planning && len(c.Ranges) == 0 { // a replay would not keep the ranges
+	if planning && len(c.Ranges) == 0 { // as above
+
 		plan = e.makePlan(args, outs, execsBefore)
 	}
-	if !e.capturing() && (e.mode != ModeFused || e.g.ops >= e.fused) {
-		e.lastProg = ""
-		e.why = whyEagerOp
-		if e.mode == ModeFused {
-			e.why = whySizeCap
-		}
-		if err := e.flush(); err != nil {
-			return nil, err
-		}
+	if err := e.recorded(op); err != nil {
+		return nil, err
 	}
 	if plan != nil && e.lastProg != "" {
 		if len(e.plans) >= maxPlans {
@@ -155,6 +175,26 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 		e.plans[sig] = plan
 	}
 	return outs, nil
+}
+
+// recorded counts an op recorded into the pending graph and applies the
+// mode's flush policy: every op in strict and debug mode, the size cap in
+// fused mode, none while capturing.
+func (e *Engine) recorded(op string) error {
+	e.m.OpsRecorded++
+	e.g.ops++
+	if len(e.g.first) < maxFirstOps {
+		e.g.first = append(e.g.first, op)
+	}
+	if e.capturing() || (e.mode == ModeFused && e.g.ops < e.fused) {
+		return nil
+	}
+	e.lastProg = ""
+	e.why = whyEagerOp
+	if e.mode == ModeFused {
+		e.why = whySizeCap
+	}
+	return e.flush()
 }
 
 // writeResult writes result r into the mutated argument d, with PyTorch's

@@ -28,7 +28,7 @@ type node struct {
 type Builder struct {
 	params  []*Value
 	nodes   []*node
-	counter *int // numbers regions; shared with nested region builders
+	depth   int // nesting depth of a region's builder (0 for a function)
 	scratch []byte
 }
 

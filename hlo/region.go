@@ -5,15 +5,6 @@ import (
 	"strings"
 )
 
-// regionCounter returns the counter that numbers regions across a builder and
-// every region nested in it, so value names stay unique in nested scopes.
-func (b *Builder) regionCounter() *int {
-	if b.counter == nil {
-		b.counter = new(int)
-	}
-	return b.counter
-}
-
 // region builds the body of a region op (reduce, scatter, sort) with a fresh
 // builder whose parameters are the block arguments, and prints it as
 // "({ ^bb0(...): ... })".
@@ -24,10 +15,11 @@ func (b *Builder) region(argTypes []Type, body func(rb *Builder, args []*Value) 
 // block builds one region "{ ^bb0(...): ... }" whose values get names private
 // to it. Ops in the block may have several results and regions of their own.
 func (b *Builder) block(argTypes []Type, body func(rb *Builder, args []*Value) []*Value) string {
-	counter := b.regionCounter()
-	*counter++
-	prefix := "%r" + strconv.Itoa(*counter) + "_"
-	rb := &Builder{counter: counter}
+	// Names depend only on the nesting depth, so a region's text is a function
+	// of its contents: sibling regions may reuse names (each is its own
+	// scope), and an op's text and hash do not depend on what came before it.
+	prefix := "%r" + strconv.Itoa(b.depth+1) + "_"
+	rb := &Builder{depth: b.depth + 1}
 	args := make([]*Value, len(argTypes))
 	for i, t := range argTypes {
 		args[i] = rb.Param(t)

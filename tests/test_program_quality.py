@@ -167,6 +167,116 @@ def test_strict_fast_path_replays_with_the_right_values():
     torch.testing.assert_close(ta.cpu(), a)
 
 
+def fused_steps(step, inputs):
+    """Runs step on each input in fused mode; returns the results and the fast path's metrics."""
+    torch.tpu.set_mode("fused")
+    try:
+        torch.tpu.synchronize()
+        torch.tpu.reset_metrics()
+        outs = [step(x) for x in inputs]
+        m = torch.tpu.metrics()
+    finally:
+        torch.tpu.set_mode("strict")
+    return outs, m
+
+
+def test_fused_fast_path_replays_with_the_right_values():
+    # The same ops on new values each round: from the second round on, every op pastes the ops
+    # its first call recorded, and the pasted graph is the first round's program again.
+    w = torch.randn(6, 6)
+    tw = w.to("tpu")
+
+    def step(x):
+        y = torch.softmax(x @ tw, dim=-1) * 2 + x.clamp(-1, 1)
+        y.mul_(0.5)
+        return y.sum(0).cpu()
+
+    xs = [torch.randn(4, 6) for _ in range(4)]
+    outs, m = fused_steps(step, [x.to("tpu") for x in xs])
+    for x, got in zip(xs, outs):
+        y = torch.softmax(x @ w, dim=-1) * 2 + x.clamp(-1, 1)
+        torch.testing.assert_close(got, (y * 0.5).sum(0))
+    assert m["fused_fast_path_hits"] >= 3 * 6, m["fused_fast_path_hits"]
+    assert m["cache_misses"] == 1, m
+
+
+def test_fused_fast_path_gives_a_first_write_its_shape():
+    # copy_ into a fresh storage shapes it; a pasted copy_ must shape it too, or later reads
+    # would see zeros.
+    def step(src):
+        t = torch.empty(3, 4, device="tpu")
+        t.copy_(src)
+        return (t * 2).cpu()
+
+    xs = [torch.randn(3, 4) for _ in range(3)]
+    outs, m = fused_steps(step, [x.to("tpu") for x in xs])
+    for x, got in zip(xs, outs):
+        torch.testing.assert_close(got, x * 2)
+    assert m["fused_fast_path_hits"] >= 4
+
+
+def test_fused_fast_path_tells_shared_values_apart():
+    # b holds the same graph value as a in the first round; a plan made there would read one
+    # input for both, so the op is not planned, and the third round (a and b differ) stays right.
+    def step(x):
+        a = x * 2
+        b = a.clone() if x[0, 0].item() < 100 else a + 1
+        return (a + b * 3).cpu()
+
+    xs = [torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3) + 200]
+    outs, _ = fused_steps(step, [x.to("tpu") for x in xs])
+    for x, got in zip(xs, outs):
+        a = x * 2
+        b = a.clone() if x[0, 0].item() < 100 else a + 1
+        torch.testing.assert_close(got, a + b * 3)
+
+
+def test_fused_fast_path_keeps_index_checks():
+    # The first index_select reads indices whose range the engine knows and is planned; indices
+    # uploaded with an out-of-range value have another known range, so the call takes the full
+    # path and raises.
+    w = torch.randn(10, 3)
+    tw = w.to("tpu")
+    torch.tpu.set_mode("fused")
+    try:
+        for _ in range(2):
+            torch.testing.assert_close(tw.index_select(0, torch.arange(5, device="tpu")).cpu(), w[:5])
+        with pytest.raises(RuntimeError, match="index out of range"):
+            tw.index_select(0, torch.tensor([0, 12]).to("tpu")).cpu()
+    finally:
+        torch.tpu.set_mode("strict")
+
+
+def test_fused_fast_path_never_replays_random_draws():
+    torch.tpu.set_mode("fused")
+    try:
+        x = torch.ones(1000, device="tpu")
+        a, b = (torch.nn.functional.dropout(x, 0.5).cpu() for _ in range(2))
+    finally:
+        torch.tpu.set_mode("strict")
+    assert not torch.equal(a, b)
+
+
+def test_fused_fast_path_off_gives_the_same_values(tmp_path):
+    code = """
+        import torch
+        torch.tpu.set_mode("fused")
+        torch.manual_seed(0)
+        x, w = torch.randn(8, 8).to("tpu"), torch.randn(8, 8).to("tpu")
+        for i in range(3):
+            x = torch.tanh(x @ w) + x
+        print(repr(x.sum().item()), torch.tpu.metrics()["fused_fast_path_hits"])
+    """
+    out = {}
+    for flag in ("1", "0"):
+        r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                           timeout=300, cwd=ROOT, env=dict(os.environ, TORCHTPU_FUSED_FAST_PATH=flag))
+        assert r.returncode == 0, r.stderr
+        out[flag] = r.stdout.split()
+    assert out["1"][0] == out["0"][0]
+    assert int(out["1"][1]) > 0 and int(out["0"][1]) == 0, out
+
+
 def test_strict_fast_path_respects_aliasing_and_views():
     x = torch.arange(12.0).reshape(3, 4)
     y = torch.ones(3, 4)

@@ -1,0 +1,136 @@
+package hlo
+
+// A Fragment is a run of ops cut out of a builder so that it can be recorded
+// again, into the same builder or a later one, on other inputs. An engine
+// records an op's lowering once and pastes it on later calls with the same
+// signature, without running the op's rule. A fragment's operands name an
+// input (a value defined before the run), a parameter the run added, or a
+// result of an earlier op of the run.
+type Fragment struct {
+	inputs []Type
+	params []Type
+	ops    []fragOp
+}
+
+type fragOp struct {
+	name, attrs, regions string
+	types                []Type
+	operands             []Ref
+}
+
+// Ref names a value of a fragment.
+type Ref struct {
+	kind     refKind
+	idx, res int32
+}
+
+type refKind uint8
+
+const (
+	refInput refKind = iota
+	refParam
+	refOp
+)
+
+// Cut returns the ops recorded since the builder held nodes ops and params
+// parameters, and the refs of the values in want. ok is false when an op, or
+// a wanted value, is none of inputs, a parameter added since, or a result of
+// an op recorded since.
+func (b *Builder) Cut(nodes, params int, inputs, want []*Value) (f *Fragment, refs []Ref, ok bool) {
+	f = &Fragment{}
+	in := map[*Value]int32{}
+	for i, v := range inputs {
+		f.inputs = append(f.inputs, v.T)
+		if _, dup := in[v]; !dup {
+			in[v] = int32(i)
+		}
+	}
+	at := map[*node]int32{}
+	ref := func(v *Value) (Ref, bool) {
+		if i, ok := in[v]; ok {
+			return Ref{refInput, i, 0}, true
+		}
+		if v.node == nil {
+			return Ref{refParam, int32(v.param - params), 0}, v.param >= params && v.b == b
+		}
+		i, ok := at[v.node]
+		if !ok {
+			return Ref{}, false
+		}
+		for k, r := range v.node.results {
+			if r == v {
+				return Ref{refOp, i, int32(k)}, true
+			}
+		}
+		return Ref{}, false
+	}
+	for _, p := range b.params[params:] {
+		f.params = append(f.params, p.T)
+	}
+	for k, n := range b.nodes[nodes:] {
+		op := fragOp{name: n.op, attrs: n.attrs, regions: n.regions, operands: make([]Ref, len(n.operands))}
+		for _, r := range n.results {
+			op.types = append(op.types, r.T)
+		}
+		for i, o := range n.operands {
+			if op.operands[i], ok = ref(o); !ok {
+				return nil, nil, false
+			}
+		}
+		at[n] = int32(k)
+		f.ops = append(f.ops, op)
+	}
+	for _, v := range want {
+		r, ok := ref(v)
+		if !ok {
+			return nil, nil, false
+		}
+		refs = append(refs, r)
+	}
+	return f, refs, true
+}
+
+// Params returns the types of the parameters the fragment's run added.
+func (f *Fragment) Params() []Type { return f.params }
+
+// Paste records f's ops into b, reading inputs (one per input of the cut,
+// of the same types) and params (one per Params), and returns the values
+// refs name. ok is false, and nothing is recorded, when an input or a
+// parameter has another type.
+func (b *Builder) Paste(f *Fragment, inputs, params []*Value, refs []Ref) (vals []*Value, ok bool) {
+	if len(inputs) != len(f.inputs) || len(params) != len(f.params) {
+		return nil, false
+	}
+	for i, v := range inputs {
+		if !v.T.Equal(f.inputs[i]) {
+			return nil, false
+		}
+	}
+	for i, v := range params {
+		if !v.T.Equal(f.params[i]) {
+			return nil, false
+		}
+	}
+	results := make([][]*Value, len(f.ops))
+	get := func(r Ref) *Value {
+		switch r.kind {
+		case refInput:
+			return inputs[r.idx]
+		case refParam:
+			return params[r.idx]
+		}
+		return results[r.idx][r.res]
+	}
+	for i, op := range f.ops {
+		operands := make([]*Value, len(op.operands))
+		for k, r := range op.operands {
+			operands[k] = get(r)
+		}
+		results[i] = b.opN(op.name, op.types, op.attrs, op.regions, operands...)
+	}
+	vals = make([]*Value, len(refs))
+	for i, r := range refs {
+		vals[i] = get(r)
+	}
+	return vals, true
+}

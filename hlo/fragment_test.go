@@ -1,0 +1,59 @@
+package hlo
+
+import "testing"
+
+// TestFragmentPasteRecordsTheSameOps cuts an op's run (a reduction with its
+// region, a runtime number) out of one builder and pastes it into another
+// on other inputs: the module text and the structural hash equal those of
+// recording the same ops directly.
+func TestFragmentPasteRecordsTheSameOps(t *testing.T) {
+	body := func(b *Builder, x, y, n *Value) (*Value, *Value) {
+		s := b.Reduce(b.Mul(x, y), b.Scalar(F32, 0), ReduceSum, 1)
+		return s, b.Add(x, b.BroadcastTo(n, x.T.Shape))
+	}
+	direct := NewBuilder()
+	dx, dy := direct.Param(T(F32, 4, 8)), direct.Param(T(F32, 4, 8))
+	ds, da := body(direct, dx, dy, direct.Param(T(F32)))
+	want, _ := direct.Module([]*Value{ds, da})
+
+	src := NewBuilder()
+	sx, sy := src.Param(T(F32, 4, 8)), src.Param(T(F32, 4, 8))
+	nodes, params := src.Len(), src.NumParams()
+	ss, sa := body(src, sx, sy, src.Param(T(F32)))
+	frag, refs, ok := src.Cut(nodes, params, []*Value{sx, sy}, []*Value{ss, sa})
+	if !ok || len(frag.Params()) != 1 {
+		t.Fatalf("Cut: ok=%v params=%v", ok, frag.Params())
+	}
+	dst := NewBuilder()
+	px, py := dst.Param(T(F32, 4, 8)), dst.Param(T(F32, 4, 8))
+	vals, ok := dst.Paste(frag, []*Value{px, py}, []*Value{dst.Param(T(F32))}, refs)
+	if !ok {
+		t.Fatal("Paste refused matching inputs")
+	}
+	got, _ := dst.Module(vals)
+	if got != want {
+		t.Fatalf("pasted module:\n%s\nwant:\n%s", got, want)
+	}
+	if vals[0].hash() != ds.hash() || vals[1].hash() != da.hash() {
+		t.Error("pasted values hash differently from the recorded ones")
+	}
+	if _, ok := dst.Paste(frag, []*Value{px, dst.Param(T(F32, 4, 9))}, []*Value{dst.Param(T(F32))}, refs); ok {
+		t.Error("Paste took an input of another type")
+	}
+}
+
+// TestFragmentCutNeedsEveryOutsideValue checks that a run reading a value
+// defined before it, and not named as an input, cannot be cut.
+func TestFragmentCutNeedsEveryOutsideValue(t *testing.T) {
+	b := NewBuilder()
+	x := b.Param(T(F32, 3))
+	early := b.Exp(x)
+	nodes, params := b.Len(), b.NumParams()
+	y := b.Add(x, early)
+	if _, _, ok := b.Cut(nodes, params, []*Value{x}, []*Value{y}); ok {
+		t.Fatal("Cut accepted a run that reads a value defined before it")
+	}
+	if _, _, ok := b.Cut(nodes, params, []*Value{x, early}, []*Value{y}); !ok {
+		t.Fatal("Cut refused a run whose outside values are all inputs")
+	}
+}
