@@ -233,19 +233,9 @@ func (e *Engine) replay(p *opPlan, args []dispatch.Arg) (outs []OutTensor, ok bo
 			bufs[i] = e.argStorage(args, src.arg, src.idx).buf
 		}
 	}
-	var sts []*Storage
-	for _, r := range p.results {
-		addr, err := e.newStorage(r.NBytes, e.dev.cur)
-		if err != nil {
-			for _, st := range sts {
-				e.freeStorage(st)
-			}
-			return nil, true, err
-		}
-		st := e.storages[addr]
-		st.shaped, st.dtype, st.shape = true, r.DType, append([]int64{}, r.Sizes...)
-		sts = append(sts, st)
-		outs = append(outs, OutTensor{Addr: addr, NBytes: r.NBytes, DType: r.DType, Sizes: st.shape})
+	sts, outs, err := e.newResults(p.results)
+	if err != nil {
+		return nil, true, err
 	}
 	tLaunch := time.Now()
 	results, ev, err := prog.exe.Execute(bufs, e.dev.cur)
@@ -273,6 +263,25 @@ func (e *Engine) replay(p *opPlan, args []dispatch.Arg) (outs []OutTensor, ok bo
 	}
 	e.track(ev)
 	return outs, true, nil
+}
+
+// newResults allocates a contiguous storage for each result a plan replays
+// (shape and dtype from rs), or none when one allocation fails.
+func (e *Engine) newResults(rs []OutTensor) (sts []*Storage, outs []OutTensor, err error) {
+	for _, r := range rs {
+		addr, err := e.newStorage(r.NBytes, e.dev.cur)
+		if err != nil {
+			for _, st := range sts {
+				e.freeStorage(st)
+			}
+			return nil, nil, err
+		}
+		st := e.storages[addr]
+		st.shaped, st.dtype, st.shape = true, r.DType, append([]int64{}, r.Sizes...)
+		sts = append(sts, st)
+		outs = append(outs, OutTensor{Addr: addr, NBytes: r.NBytes, DType: r.DType, Sizes: st.shape})
+	}
+	return sts, outs, nil
 }
 
 // freeStorage undoes newStorage for a result that was never handed out.

@@ -185,19 +185,9 @@ func (e *Engine) replayFused(p *fusedPlan, args []dispatch.Arg) (outs []OutTenso
 	if !ok {
 		return nil, false, nil
 	}
-	sts := make([]*Storage, len(p.results))
-	for i, r := range p.results {
-		addr, err := e.newStorage(r.NBytes, e.dev.cur)
-		if err != nil {
-			for _, st := range sts[:i] {
-				e.freeStorage(st)
-			}
-			return nil, true, err
-		}
-		st := e.storages[addr]
-		st.shaped, st.dtype, st.shape = true, r.DType, append([]int64{}, r.Sizes...)
-		sts[i] = st
-		outs = append(outs, OutTensor{Addr: addr, NBytes: r.NBytes, DType: r.DType, Sizes: st.shape})
+	sts, outs, err := e.newResults(p.results)
+	if err != nil {
+		return nil, true, err
 	}
 	for i, w := range p.writes {
 		st := (*Storage)(nil)

@@ -11,14 +11,7 @@ import (
 // plugin, waiting for completion and destroying the results only every 64
 // launches, as strict mode does.
 func BenchmarkLaunchFloor(b *testing.B) {
-	p, err := Load(testplugin.Path(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := p.NewClient(ClientOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := benchClient(b)
 	defer c.Close()
 	const mlir = `module @m {
   func.func public @main(%arg0: tensor<1000xf32>) -> tensor<1000xf32> {
@@ -59,4 +52,17 @@ func BenchmarkLaunchFloor(b *testing.B) {
 		}
 	}
 	drain()
+}
+
+// benchClient loads the plugin the tests use and opens a client on it.
+func benchClient(b *testing.B) *Client {
+	p, err := Load(testplugin.Path(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := p.NewClient(ClientOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
 }

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"torchtpu/internal/testplugin"
 )
 
 // BenchmarkDumpedProgram measures one program alone: the device time of a
@@ -28,14 +26,7 @@ func BenchmarkDumpedProgram(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := Load(testplugin.Path(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := p.NewClient(ClientOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := benchClient(b)
 	defer c.Close()
 	opts := DefaultCompileOptions()
 	if spec := os.Getenv("TORCHTPU_XLA_OPTIONS"); spec != "" {
