@@ -69,20 +69,23 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 	var fsig hlo.Hash
 	var mark *fusedMark
 	if e.mode == ModeFused && !e.capturing() && !e.noFusedPath {
-		if s, ok := e.opSignature(op, args, true); ok {
-			if p := e.fusedPlans[s]; p != nil {
-				outs, ok, err := e.replayFused(p, args)
-				if ok {
-					if err == nil {
-						err = e.recorded(op)
-					}
-					if err != nil {
-						return nil, err
-					}
-					return outs, nil
+		s, ok := e.opSignature(op, args, true)
+		p, known := e.fusedPlans[s]
+		if ok && p != nil {
+			outs, ok, err := e.replayFused(p, args)
+			if ok {
+				if err == nil {
+					err = e.recorded(op)
 				}
-				delete(e.fusedPlans, s)
+				if err != nil {
+					return nil, err
+				}
+				return outs, nil
 			}
+			delete(e.fusedPlans, s)
+			known = false
+		}
+		if ok && !known { // a signature whose op cannot be planned is known with a nil plan
 			if fsig, mark = s, e.markFused(args); mark != nil {
 				defer func() { e.fusedLog = nil }()
 			}
@@ -150,14 +153,16 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 		}
 	}
 	e.keepRanges(c, entry.Variant, args, outs, len(results))
-	if mark != nil && len(c.Ranges) == 0 { // a replay would not keep the ranges
+	if mark != nil {
 		e.fusedLog = nil
-		if p := e.makeFusedPlan(mark, args, outs); p != nil {
-			if len(e.fusedPlans) >= maxPlans {
-				clear(e.fusedPlans)
-			}
-			e.fusedPlans[fsig] = p
+		var p *fusedPlan
+		if len(c.Ranges) == 0 { // a replay would not keep the ranges
+			p = e.makeFusedPlan(mark, args, outs)
 		}
+		if len(e.fusedPlans) >= maxPlans {
+			clear(e.fusedPlans)
+		}
+		e.fusedPlans[fsig] = p
 	}
 	var plan *opPlan
 	if planning && len(c.Ranges) == 0 { // as above
