@@ -20,7 +20,7 @@ export CGO_CFLAGS := -I$(ROOT)/$(BUILD)/include -O2
 export TORCHTPU_PLUGIN_PATH := $(PLUGIN_DIR)/xla_cpu_pjrt.so
 export PYTHONPATH := $(ROOT)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: build run test test-go test-py env clean bench bench-peers conformance
+.PHONY: build run test test-go test-py env clean bench bench-peers bench-floors conformance
 # The shim's translation units compile in parallel, one per core.
 build:
 	@$(MAKE) --no-print-directory -j$(shell nproc) $(LIB)
@@ -69,6 +69,11 @@ bench: build
 # PEERS_ARGS="--workloads gpt,norm --backends fused,jax --rounds 1 --plot peers.png".
 bench-peers: build
 	$(PY) bench/peers.py $(PEERS_ARGS)
+
+# Where each fused workload's time goes against the programs under it (bench/floors.py):
+# FLOORS_ARGS passes options through, e.g. FLOORS_ARGS="--workloads norm,mlp".
+bench-floors: build $(BUILD)/include/pjrt_c_api.h
+	$(PY) bench/floors.py $(FLOORS_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(LIB)

@@ -101,4 +101,5 @@ def worker_args(description):
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--reference", action="store_true", help="write <workload>.ref.npz instead of checking")
     ap.add_argument("--dump", action="store_true", help="write <workload>.init.npz (weights and data) and exit")
+    ap.add_argument("--export", action="store_true", help="write <workload>.jax.mlir, the lowered module (JAX)")
     return ap.parse_args()

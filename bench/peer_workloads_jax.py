@@ -130,6 +130,7 @@ def build_train(name, z):
         held[0], held[1], held[2], loss = train_step(held[0], held[1], held[2], x, y)
         return loss
 
+    step.lower = lambda: train_step.lower(*held, x, y).as_text()
     return "train", step, lambda loss: float(loss)
 
 
@@ -144,11 +145,25 @@ def build(name, folder):
         q, k, v = (jnp.transpose(x[i], (0, 2, 1, 3)) for i in range(3))
         fn = jax.jit(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True))
         args, back = (q, k, v), lambda o: o.transpose(0, 2, 1, 3)
-    return "forward", lambda: fn(*args), lambda out: back(np.asarray(out))
+    def step():
+        return fn(*args)
+
+    step.lower = lambda: fn.lower(*args).as_text()
+    return "forward", step, lambda out: back(np.asarray(out))
+
+
+def export(names, folder):
+    """Writes the StableHLO JAX lowers for each workload to <workload>.jax.mlir in folder."""
+    for name in names:
+        _, step, _ = build(name, folder)
+        with open(os.path.join(folder, f"{name}.jax.mlir"), "w") as f:
+            f.write(step.lower())
 
 
 def main():
     args = worker_args(__doc__.splitlines()[0])
+    if args.export:
+        return export(args.workloads.split(","), args.dir)
     run_all(args.workloads.split(","), lambda n: build(n, args.dir), args)
 
 

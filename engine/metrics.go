@@ -12,6 +12,7 @@ import (
 // Metrics counts what the engine did since the last reset.
 type Metrics struct {
 	OpsRecorded       int64            `json:"ops_recorded"`
+	OpSeconds         float64          `json:"op_seconds"` // host time inside the engine's op entry: rules, recording, replays and any launch an op made
 	GraphsCompiled    int64            `json:"graphs_compiled"`
 	CompileSeconds    float64          `json:"compile_seconds"`
 	CompilesByReason  map[string]int64 `json:"compiles_by_reason"` // programs new to the process, by recompile reason

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"torchtpu/dispatch"
 	"torchtpu/hlo"
@@ -25,6 +26,8 @@ func (e *Engine) HasRule(op string) bool {
 func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTensor, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	t0 := time.Now()
+	defer func() { e.m.OpSeconds += time.Since(t0).Seconds() }()
 	if err := e.ready(); err != nil {
 		return nil, err
 	}

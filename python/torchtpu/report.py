@@ -41,6 +41,7 @@ def format_report(m):
     add(f"  launch time (host)     {m['execute_launch_seconds']:.3f} s")
     add(f"  device time (traced)   {m['execute_device_seconds']:.3f} s")
     add(f"  ops recorded           {m['ops_recorded']}")
+    add(f"  op time (host)         {m['op_seconds']:.3f} s")
     add(f"  fused fast path hits   {m['fused_fast_path_hits']}")
     add(f"  donated buffers        {m['donated_buffers']}")
     add("  flushes by reason      " + (", ".join(f"{k}: {v}" for k, v in _by_count(m["flushes_by_reason"])) or "none"))
