@@ -7,15 +7,18 @@ package hlo
 // input (a value defined before the run), a parameter the run added, or a
 // result of an earlier op of the run.
 type Fragment struct {
-	inputs []Type
-	params []Type
-	ops    []fragOp
+	inputs   []Type
+	params   []Type
+	ops      []fragOp
+	results  int // the ops' results, all together
+	operands int // the ops' operands, all together
 }
 
 type fragOp struct {
 	name, attrs, regions string
 	types                []Type
 	operands             []Ref
+	prefix               []byte // the node hash's bytes before the operands' hashes (nodeHash)
 }
 
 // Ref names a value of a fragment.
@@ -77,8 +80,11 @@ func (b *Builder) Cut(nodes, params int, inputs, want []*Value) (f *Fragment, re
 				return nil, nil, false
 			}
 		}
+		op.prefix = nodeHashPrefix(nil, n)
 		at[n] = int32(k)
 		f.ops = append(f.ops, op)
+		f.results += len(n.results)
+		f.operands += len(n.operands)
 	}
 	for _, v := range want {
 		r, ok := ref(v)
@@ -111,7 +117,19 @@ func (b *Builder) Paste(f *Fragment, inputs, params []*Value, refs []Ref) (vals 
 			return nil, false
 		}
 	}
-	results := make([][]*Value, len(f.ops))
+	for _, v := range inputs {
+		mustf(v.b == b, "Paste: an input from another builder")
+	}
+	for _, v := range params {
+		mustf(v.b == b, "Paste: a parameter from another builder")
+	}
+	// The nodes, their values and their operand lists come from one
+	// allocation each: a pasted run is many small ops.
+	nodes := make([]node, len(f.ops))
+	values := make([]Value, f.results)
+	resPtrs := make([]*Value, f.results)
+	opnds := make([]*Value, f.operands)
+	first := make([]int32, len(f.ops)) // each op's first result in values
 	get := func(r Ref) *Value {
 		switch r.kind {
 		case refInput:
@@ -119,14 +137,31 @@ func (b *Builder) Paste(f *Fragment, inputs, params []*Value, refs []Ref) (vals 
 		case refParam:
 			return params[r.idx]
 		}
-		return results[r.idx][r.res]
+		return &values[first[r.idx]+r.res]
 	}
-	for i, op := range f.ops {
-		operands := make([]*Value, len(op.operands))
+	nr, no := 0, 0
+	for i := range f.ops {
+		op := &f.ops[i]
+		n := &nodes[i]
+		n.op, n.attrs, n.regions = op.name, op.attrs, op.regions
+		n.operands = opnds[no : no+len(op.operands) : no+len(op.operands)]
+		no += len(op.operands)
+		h := hasher{buf: append(b.scratch[:0], op.prefix...)}
 		for k, r := range op.operands {
-			operands[k] = get(r)
+			o := get(r)
+			n.operands[k] = o
+			h.hash(o.hash())
 		}
-		results[i] = b.opN(op.name, op.types, op.attrs, op.regions, operands...)
+		b.scratch = h.buf
+		n.h = h.sum()
+		first[i] = int32(nr)
+		n.results = resPtrs[nr : nr+len(op.types) : nr+len(op.types)]
+		for k, t := range op.types {
+			values[nr+k] = Value{T: t, node: n, b: b}
+			n.results[k] = &values[nr+k]
+		}
+		nr += len(op.types)
+		b.nodes = append(b.nodes, n)
 	}
 	vals = make([]*Value, len(refs))
 	for i, r := range refs {

@@ -57,3 +57,38 @@ func TestFragmentCutNeedsEveryOutsideValue(t *testing.T) {
 		t.Fatal("Cut refused a run whose outside values are all inputs")
 	}
 }
+
+// BenchmarkPaste pastes an optimizer-like run (an AdamW update of one
+// 128x128 parameter: 17 ops, three runtime numbers) onto fresh inputs.
+func BenchmarkPaste(b *testing.B) {
+	body := func(bl *Builder, p, g, m, v, lr, b1, b2 *Value) []*Value {
+		sh := p.T.Shape
+		bc := func(s *Value) *Value { return bl.BroadcastTo(s, sh) }
+		m2 := bl.Add(bl.Mul(m, bc(b1)), bl.Mul(g, bl.Sub(bc(bl.Scalar(F32, 1)), bc(b1))))
+		v2 := bl.Add(bl.Mul(v, bc(b2)), bl.Mul(bl.Mul(g, g), bl.Sub(bc(bl.Scalar(F32, 1)), bc(b2))))
+		p2 := bl.Sub(p, bl.Mul(bc(lr), bl.Div(m2, bl.Add(bl.Sqrt(v2), bc(bl.Scalar(F32, 1e-8))))))
+		return []*Value{p2, m2, v2}
+	}
+	t := T(F32, 128, 128)
+	src := NewBuilder()
+	in := []*Value{src.Param(t), src.Param(t), src.Param(t), src.Param(t)}
+	nodes, params := src.Len(), src.NumParams()
+	outs := body(src, in[0], in[1], in[2], in[3], src.Param(T(F32)), src.Param(T(F32)), src.Param(T(F32)))
+	frag, refs, ok := src.Cut(nodes, params, in, outs)
+	if !ok {
+		b.Fatal("Cut failed")
+	}
+	b.ReportAllocs()
+	var dst *Builder
+	var args, nums []*Value
+	for i := 0; i < b.N; i++ {
+		if i%256 == 0 {
+			dst = NewBuilder()
+			args = []*Value{dst.Param(t), dst.Param(t), dst.Param(t), dst.Param(t)}
+			nums = []*Value{dst.Param(T(F32)), dst.Param(T(F32)), dst.Param(T(F32))}
+		}
+		if _, ok := dst.Paste(frag, args, nums, refs); !ok {
+			b.Fatal("Paste refused")
+		}
+	}
+}

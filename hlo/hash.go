@@ -50,7 +50,18 @@ func paramHash(i int, t Type) Hash {
 
 // nodeHash returns the hash of n, whose operands already have theirs.
 func (b *Builder) nodeHash(n *node) Hash {
-	h := hasher{buf: b.scratch[:0]}
+	h := hasher{buf: nodeHashPrefix(b.scratch[:0], n)}
+	for _, o := range n.operands {
+		h.hash(o.hash())
+	}
+	b.scratch = h.buf
+	return h.sum()
+}
+
+// nodeHashPrefix appends the bytes nodeHash hashes before the operands'
+// hashes: n's name, attributes, regions and result types.
+func nodeHashPrefix(buf []byte, n *node) []byte {
+	h := hasher{buf: buf}
 	h.str(n.op)
 	h.str(n.attrs)
 	h.str(n.regions)
@@ -58,11 +69,7 @@ func (b *Builder) nodeHash(n *node) Hash {
 	for _, r := range n.results {
 		h.typ(r.T)
 	}
-	for _, o := range n.operands {
-		h.hash(o.hash())
-	}
-	b.scratch = h.buf
-	return h.sum()
+	return h.buf
 }
 
 // hash returns v's structural hash: a parameter's, or its op's combined
