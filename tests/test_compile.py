@@ -155,3 +155,28 @@ report(ok=ok, **counters())
     assert res["compiled_fallbacks"] >= 1
     assert any("linalg" in r for r in res["compiled_fallback_reasons"]), res["compiled_fallback_reasons"]
     assert res["compiled_fallback_calls"] >= 1
+
+
+def test_a_graph_that_falls_back_in_strict_mode_still_launches_one_program():
+    # A CPU tensor input (an optimizer's step count is one) keeps a graph from becoming a program.
+    res, _ = run("""
+def f(x, s):
+    y = (x * s).sin() + x.cos() * 2 - 1
+    return y.exp() / (y * y + 1)
+cf = torch.compile(f, backend="tpu")
+x, s = torch.randn(8, 8), torch.tensor(3.0)
+ok, launches = [], []
+for i in range(3):
+    s += 1
+    before = torch.tpu.metrics()["executions"]
+    r = cf(x.to("tpu"), s)
+    torch.tpu.synchronize()
+    launches.append(torch.tpu.metrics()["executions"] - before)
+    ok.append(torch.allclose(r.cpu(), f(x, s), rtol=1e-5, atol=1e-6))
+report(ok=ok, launches=launches, mode=torch.tpu.get_mode(), **counters())
+""")
+    assert res["ok"] == [True] * 3
+    assert res["compiled_fallbacks"] == 1 and "input on cpu" in next(iter(res["compiled_fallback_reasons"]))
+    assert res["mode"] == "strict"
+    # Ten ops, launched together rather than one by one.
+    assert res["launches"] == [1, 1, 1], res["launches"]

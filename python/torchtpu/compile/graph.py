@@ -5,7 +5,8 @@ records every op into one pending graph instead of running it, then the engine c
 into one program whose parameters are the inputs by position, and runs it. Later calls replay: the
 inputs' buffers are bound and the cached executable launched, with no per-op dispatch. A graph that
 cannot become one program (an op without a tpu rule, a value read to the host, a CPU tensor input)
-runs eagerly on tpu from then on, counted in torch.tpu.metrics()."""
+runs eagerly on tpu from then on, counted in torch.tpu.metrics(); in strict mode its ops are
+recorded in fused mode for the call, so that they still launch as one program."""
 
 import hashlib
 import weakref
@@ -114,7 +115,15 @@ class CompiledGraph:
         return self._capture(args, tensors, scalars, key, mismatch)
 
     def _eager(self, args):
-        out = self.gm(*args)
+        from ..modes import get_mode, mode
+
+        # Debug mode keeps its op-by-op checks; strict mode's one launch per op is what a compiled
+        # graph is for avoiding, so the graph's ops are fused and launched together at its end.
+        if get_mode() == "strict":
+            with mode("fused"):
+                out = self.gm(*args)
+        else:
+            out = self.gm(*args)
         return list(out) if isinstance(out, tuple | list) else [out]
 
     def _set_fallback(self, reason):
