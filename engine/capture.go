@@ -345,20 +345,12 @@ func (e *Engine) launchCaptured(p *Program) error {
 		return fmt.Errorf("torchtpu: executing a compiled graph of %d ops: %w", g.ops, err)
 	}
 	e.m.Executions++
+	var replaced []*pjrt.Buffer
 	for k, st := range p.captured {
-		e.dropBuffer(st.buf)
+		replaced = append(replaced, st.buf)
 		st.buf = results[k]
 	}
 	p.captured = nil
-	e.track(ev)
+	e.track(ev, replaced)
 	return nil
-}
-
-// track keeps the completion event of launched work, dropping finished ones.
-func (e *Engine) track(ev *pjrt.Event) {
-	e.events = append(e.events, ev)
-	for len(e.events) > 1 && e.events[0].IsReady() {
-		e.events[0].Destroy()
-		e.events = e.events[1:]
-	}
 }

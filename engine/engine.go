@@ -51,7 +51,7 @@ type Engine struct {
 	fusedLog    *fusedMark                 // the op being planned for the fused fast path, if any
 	noFusedPath bool                       // TORCHTPU_FUSED_FAST_PATH=0
 	lastProg    string                     // the cache key of the program flush launched last
-	events      []*pjrt.Event              // completion events of work that may still run
+	events      []inFlight                 // launched work that may still run
 	forked      bool
 	m           Metrics
 	fused       int // op count that forces a flush in fused mode

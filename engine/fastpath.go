@@ -251,6 +251,7 @@ func (e *Engine) replay(p *opPlan, args []dispatch.Arg) (outs []OutTensor, ok bo
 	e.m.CacheHits++
 	e.m.FastPathHits++
 	e.m.OpsRecorded++
+	var replaced []*pjrt.Buffer
 	for i, d := range p.outs {
 		st := (*Storage)(nil)
 		if d.result >= 0 {
@@ -258,10 +259,10 @@ func (e *Engine) replay(p *opPlan, args []dispatch.Arg) (outs []OutTensor, ok bo
 		} else {
 			st = e.argStorage(args, d.arg, d.idx)
 		}
-		e.dropBuffer(st.buf)
+		replaced = append(replaced, st.buf)
 		st.buf = results[i]
 	}
-	e.track(ev)
+	e.track(ev, replaced)
 	return outs, true, nil
 }
 

@@ -116,11 +116,12 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	e.traceExecution(e.lastProg, g.ops, tLaunch, ev)
 	e.m.Executions++
 	e.m.DonatedBuffers += int64(len(aliases))
+	replaced := make([]*pjrt.Buffer, 0, len(dst))
 	for i, st := range dst {
-		e.dropBuffer(st.buf)
+		replaced = append(replaced, st.buf)
 		st.buf = results[i]
 	}
-	e.track(ev)
+	e.track(ev, replaced)
 	if e.mode == ModeDebug {
 		if err := ev.Await(); err != nil {
 			return nil, fmt.Errorf("torchtpu: a graph of %d ops failed: %w", g.ops, err)

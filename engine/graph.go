@@ -148,11 +148,11 @@ func (e *Engine) Synchronize() error {
 		return err
 	}
 	var first error
-	for _, ev := range e.events {
-		if err := ev.Await(); err != nil && first == nil {
+	for _, f := range e.events {
+		if err := f.ev.Await(); err != nil && first == nil {
 			first = err
 		}
-		ev.Destroy()
+		e.release(f)
 	}
 	e.events = nil
 	return first

@@ -214,7 +214,8 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 		return nil, fmt.Errorf("torchtpu: executing a compiled program: %w", err)
 	}
 	e.m.Executions++
-	e.track(ev)
+	var replaced []*pjrt.Buffer
+	defer func() { e.track(ev, replaced) }()
 	var outs []OutTensor
 	for k, r := range p.results {
 		switch r.kind {
@@ -232,7 +233,7 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 			outs = append(outs, OutTensor{Addr: addr, NBytes: n, DType: r.dtype, Sizes: r.shape})
 		case resultInput:
 			st := sts[r.index]
-			e.dropBuffer(st.buf)
+			replaced = append(replaced, st.buf)
 			st.buf = results[k]
 		default:
 			results[k].Destroy()
