@@ -14,6 +14,7 @@ import warnings
 import torch
 
 _REGISTRY = "torch._dynamo.backends.registry"
+_OPTIMIZER = "torch._dynamo.variables.optimizer"
 _warned = False
 
 
@@ -30,28 +31,54 @@ def _register(registry):
 
 
 class _Loader(importlib.abc.Loader):
-    def __init__(self, inner):
-        self.inner = inner
+    def __init__(self, inner, then):
+        self.inner, self.then = inner, then
 
     def create_module(self, spec):
         return self.inner.create_module(spec)
 
     def exec_module(self, module):
         self.inner.exec_module(module)
-        _register(module)
+        self.then(module)
 
 
-class _RegistryHook(importlib.abc.MetaPathFinder):
-    """Registers the backend right after torch._dynamo.backends.registry is imported."""
+class _ModuleHook(importlib.abc.MetaPathFinder):
+    """Calls then(module) right after the module named name is imported."""
+
+    def __init__(self, name, then):
+        self.name, self.then = name, then
 
     def find_spec(self, name, path, target=None):
-        if name != _REGISTRY:
+        if name != self.name:
             return None
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.loader is not None:
-            spec.loader = _Loader(spec.loader)
+            spec.loader = _Loader(spec.loader, self.then)
         return spec
+
+
+def _capturable_on_tpu(module):
+    """Let Dynamo keep an optimizer's step counts on tpu, as it does for CUDA and XPU.
+
+    Tracing an optimizer whose state is new, Dynamo makes the step counts device tensors
+    (capturable) only for CUDA and XPU parameters; elsewhere they are CPU tensors, and a graph
+    with CPU inputs cannot be one tpu program (it runs eagerly). Parameters all on tpu get the
+    CUDA treatment. A torch without that check is left alone.
+    """
+    cls = getattr(module, "OptimizerVariable", None)
+    check = getattr(cls, "_safe_to_set_capturable", None)
+    if check is None or getattr(check, "_torchtpu", False):
+        return
+
+    def _safe_to_set_capturable(self, group):
+        params = group.get("params", [])
+        if params and all(getattr(p, "device", None) is not None and p.device.type == "tpu" for p in params):
+            return "capturable" in group and all(p not in self.value.state for p in params)
+        return check(self, group)
+
+    _safe_to_set_capturable._torchtpu = True
+    cls._safe_to_set_capturable = _safe_to_set_capturable
 
 
 def _route_default_compile():
@@ -79,10 +106,11 @@ def _route_default_compile():
 
 
 def install():
-    """Register the backend and the default-compile route (idempotent)."""
+    """Register the backend, the default-compile route and the optimizer rule (idempotent)."""
     _route_default_compile()
-    registry = sys.modules.get(_REGISTRY)
-    if registry is not None:
-        _register(registry)
-    elif not any(isinstance(f, _RegistryHook) for f in sys.meta_path):
-        sys.meta_path.insert(0, _RegistryHook())
+    for name, then in ((_REGISTRY, _register), (_OPTIMIZER, _capturable_on_tpu)):
+        module = sys.modules.get(name)
+        if module is not None:
+            then(module)
+        elif not any(isinstance(f, _ModuleHook) and f.name == name for f in sys.meta_path):
+            sys.meta_path.insert(0, _ModuleHook(name, then))
