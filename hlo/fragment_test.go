@@ -59,7 +59,7 @@ func TestFragmentCutNeedsEveryOutsideValue(t *testing.T) {
 }
 
 // BenchmarkPaste pastes an optimizer-like run (an AdamW update of one
-// 128x128 parameter: 17 ops, three runtime numbers) onto fresh inputs.
+// 128x128 parameter: 25 ops, three runtime numbers) onto fresh inputs.
 func BenchmarkPaste(b *testing.B) {
 	body := func(bl *Builder, p, g, m, v, lr, b1, b2 *Value) []*Value {
 		sh := p.T.Shape
