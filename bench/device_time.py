@@ -2,7 +2,9 @@
 median step time next to the time the device was busy with its programs (from torch.tpu.trace),
 the programs per step, the page faults per step (memory the process maps and touches afresh)
 and the flushes by reason. The rest of a step is the host: PyTorch's dispatch and autograd,
-recording, launching and the copy of the result.
+recording, launching and the copy of the result. With --read-every K, a step's result is read
+only every K steps (as a loop that logs its loss now and then), so the host can record while
+the device runs; the step time is then a block's time over K.
 
     python bench/device_time.py [--workloads gpt,cnn,mlp,norm,attn64,attn256,attn512] [--steps 20]
 """
@@ -28,6 +30,7 @@ def main():
     ap.add_argument("--workloads", default="gpt,cnn,mlp,norm,attn64,attn256,attn512")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--mode", default="fused")
+    ap.add_argument("--read-every", type=int, default=1, help="read the result every K steps")
     a = ap.parse_args()
     torch.set_num_threads(2)
     backend = workloads.Backend(a.mode)
@@ -43,16 +46,20 @@ def main():
             times, path = [], os.path.join(folder, f"{name}.trace.json")
             with torch.tpu.trace(path):
                 faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-                for _ in range(a.steps):
+                k = max(a.read_every, 1)
+                for _ in range(max(a.steps // k, 1)):
                     t0 = time.perf_counter()
-                    read(step())
-                    times.append(time.perf_counter() - t0)
+                    for _ in range(k):
+                        out = step()
+                    read(out)
+                    times.append((time.perf_counter() - t0) / k)
                 faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
             events = json.load(open(path))["traceEvents"]
             busy = [e["dur"] for e in events if e.get("tid") == DEVICE_TID and e.get("ph") == "X"]
             m = torch.tpu.metrics()
-            print(f"| {name} | {1e3 * np.median(times):.3f} | {sum(busy) / 1e3 / a.steps:.3f} | "
-                  f"{len(busy) / a.steps:.1f} | {faults / a.steps:.0f} | {m['flushes_by_reason']} |", flush=True)
+            n = k * len(times)
+            print(f"| {name} | {1e3 * np.median(times):.3f} | {sum(busy) / 1e3 / n:.3f} | "
+                  f"{len(busy) / n:.1f} | {faults / n:.0f} | {m['flushes_by_reason']} |", flush=True)
 
 
 if __name__ == "__main__":
