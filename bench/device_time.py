@@ -25,6 +25,12 @@ import peer_workloads_torch as workloads  # noqa: E402
 DEVICE_TID = 2  # the trace's device row (python/torchtpu/trace.py)
 
 
+def program_spans(path):
+    """The durations (µs) of the programs a torch.tpu.trace file shows on the device row."""
+    events = json.load(open(path))["traceEvents"]
+    return [e["dur"] for e in events if e.get("tid") == DEVICE_TID and e.get("ph") == "X"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", default="gpt,cnn,mlp,norm,attn64,attn256,attn512")
@@ -54,8 +60,7 @@ def main():
                     read(out)
                     times.append((time.perf_counter() - t0) / k)
                 faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-            events = json.load(open(path))["traceEvents"]
-            busy = [e["dur"] for e in events if e.get("tid") == DEVICE_TID and e.get("ph") == "X"]
+            busy = program_spans(path)
             m = torch.tpu.metrics()
             n = k * len(times)
             print(f"| {name} | {1e3 * np.median(times):.3f} | {sum(busy) / 1e3 / n:.3f} | "

@@ -40,9 +40,6 @@ if "TORCHTPU_FLOORS_SCRATCH" not in os.environ:
                    TORCHTPU_DUMP_DIR=os.path.join(_s, "programs")))
 SCRATCH, DUMP = os.environ["TORCHTPU_FLOORS_SCRATCH"], os.environ["TORCHTPU_DUMP_DIR"]
 
-import json  # noqa: E402
-
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,9 +47,9 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import peer_workloads_torch as workloads  # noqa: E402
 import peers  # noqa: E402
+from device_time import program_spans  # noqa: E402
 from peer_timing import WORKLOADS  # noqa: E402
 
-DEVICE_TID = 2  # the trace's device row (python/torchtpu/trace.py)
 
 
 def fused_step(name, folder, steps):
@@ -73,8 +70,7 @@ def fused_step(name, folder, steps):
             t0 = time.perf_counter()
             read(step())
             times.append(time.perf_counter() - t0)
-    events = json.load(open(path))["traceEvents"]
-    busy = [e["dur"] for e in events if e.get("tid") == DEVICE_TID and e.get("ph") == "X"]
+    busy = program_spans(path)
     if set(glob.glob(os.path.join(DUMP, "*.mlir"))) != before or len(busy) != steps or before == earlier:
         raise RuntimeError(f"{name}: a warm fused step should run one program it compiled before; "
                            f"{len(busy)} programs ran in {steps} steps")

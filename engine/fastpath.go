@@ -150,6 +150,15 @@ func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig 
 	return hlo.Hash{Lo: maphash.Bytes(sigSeed[0], buf), Hi: maphash.Bytes(sigSeed[1], buf)}, true
 }
 
+// writtenStorage returns the storage a replayed op writes: new result
+// result when it is not negative, else tensor idx of argument arg.
+func (e *Engine) writtenStorage(results []*Storage, args []dispatch.Arg, result, arg, idx int) *Storage {
+	if result >= 0 {
+		return results[result]
+	}
+	return e.argStorage(args, arg, idx)
+}
+
 // argStorage returns the storage of tensor idx of argument arg.
 func (e *Engine) argStorage(args []dispatch.Arg, arg, idx int) *Storage {
 	t := args[arg].Handles[idx].(*TensorDesc)
@@ -253,12 +262,7 @@ func (e *Engine) replay(p *opPlan, args []dispatch.Arg) (outs []OutTensor, ok bo
 	e.m.OpsRecorded++
 	var replaced []*pjrt.Buffer
 	for i, d := range p.outs {
-		st := (*Storage)(nil)
-		if d.result >= 0 {
-			st = sts[d.result]
-		} else {
-			st = e.argStorage(args, d.arg, d.idx)
-		}
+		st := e.writtenStorage(sts, args, d.result, d.arg, d.idx)
 		replaced = append(replaced, st.buf)
 		st.buf = results[i]
 	}

@@ -190,11 +190,8 @@ func (e *Engine) replayFused(p *fusedPlan, args []dispatch.Arg) (outs []OutTenso
 		return nil, true, err
 	}
 	for i, w := range p.writes {
-		st := (*Storage)(nil)
-		if w.result >= 0 {
-			st = sts[w.result]
-		} else {
-			st = e.argStorage(args, w.arg, w.idx)
+		st := e.writtenStorage(sts, args, w.result, w.arg, w.idx)
+		if w.result < 0 {
 			st.shaped, st.dtype, st.shape = true, w.dtype, append([]int64{}, w.shape...)
 		}
 		e.setPending(st, vals[i])
