@@ -121,7 +121,10 @@ func (b *Buffer) Size() int {
 
 // ToHost copies the buffer into dst as a dense row-major array and waits for
 // the copy (and the computation producing the buffer) to finish. len(dst)
-// must equal the buffer's size in bytes.
+// must equal the buffer's size in bytes. On a platform whose device memory is
+// host memory it copies a dense buffer itself once the buffer is ready; the
+// plugin's own copy goes through a worker thread and an event, which costs
+// more than the copy for all but large buffers.
 func (b *Buffer) ToHost(dst []byte) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -140,7 +143,25 @@ func (b *Buffer) ToHost(dst []byte) error {
 	if len(dst) > 0 {
 		ptr = unsafe.Pointer(&dst[0])
 	}
+	if b.c.direct {
+		if done, err := b.readDirect(dst); err != nil || done {
+			return err
+		}
+	}
 	return b.c.p.check("buffer to host", C.tt_buffer_to_host(api, b.b, ptr, need))
+}
+
+// readDirect copies the buffer into dst with memcpy when it is dense host
+// memory of len(dst) bytes, once it is ready, and reports whether it did; b.mu
+// is held.
+func (b *Buffer) readDirect(dst []byte) (bool, error) {
+	ptr := unsafe.Pointer(C.tt_empty())
+	if len(dst) > 0 {
+		ptr = unsafe.Pointer(&dst[0])
+	}
+	var done C.int
+	err := b.c.p.check("buffer to host", C.tt_buffer_read_direct(b.c.p.api, b.b, ptr, C.size_t(len(dst)), &done))
+	return done != 0, err
 }
 
 // Ready returns an event that completes when the buffer's value is

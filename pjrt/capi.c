@@ -268,6 +268,59 @@ PJRT_Error* tt_buffer_to_host(const PJRT_Api* api, PJRT_Buffer* b, void* dst,
   return tt_await_destroy(api, a.event);
 }
 
+// tt_buffer_read_direct copies b into dst with memcpy when b lives in host
+// memory (a CPU plugin) in the dense row-major layout of n bytes, after waiting
+// for b to be computed; *done says whether it did. Otherwise (another layout or
+// size, or a plugin without these entry points) it leaves dst alone and *done
+// 0, so the caller falls back to PJRT_Buffer_ToHostBuffer, which on a CPU
+// plugin hands the copy to a worker thread and waits on an event for it.
+PJRT_Error* tt_buffer_read_direct(const PJRT_Api* api, PJRT_Buffer* b,
+                                  void* dst, size_t n, int* done) {
+  *done = 0;
+  if (api->PJRT_Buffer_UnsafePointer == NULL ||
+      api->PJRT_Buffer_OnDeviceSizeInBytes == NULL ||
+      api->PJRT_Buffer_GetMemoryLayout == NULL)
+    return NULL;
+  PJRT_Event* ev = NULL;
+  PJRT_Error* e = tt_buffer_ready_event(api, b, &ev);
+  if (e != NULL) return e;
+  e = tt_await_destroy(api, ev);
+  if (e != NULL) return e;
+  TT_INIT(PJRT_Buffer_OnDeviceSizeInBytes_Args, sz);
+  sz.buffer = b;
+  if (api->PJRT_Buffer_OnDeviceSizeInBytes(&sz) != NULL) return NULL;
+  if (sz.on_device_size_in_bytes != n) return NULL;
+  TT_INIT(PJRT_Buffer_GetMemoryLayout_Args, lay);
+  lay.buffer = b;
+  PJRT_Error* le = api->PJRT_Buffer_GetMemoryLayout(&lay);
+  if (le != NULL) {
+    TT_INIT(PJRT_Error_Destroy_Args, d);
+    d.error = le;
+    api->PJRT_Error_Destroy(&d);
+    return NULL;
+  }
+  if (lay.layout.type != PJRT_Buffer_MemoryLayout_Type_Tiled ||
+      lay.layout.tiled.num_tiles != 0)
+    return NULL;
+  size_t rank = lay.layout.tiled.minor_to_major_size;
+  for (size_t i = 0; i < rank; i++)
+    if (lay.layout.tiled.minor_to_major[i] != (int64_t)(rank - 1 - i))
+      return NULL;
+  TT_INIT(PJRT_Buffer_UnsafePointer_Args, ptr);
+  ptr.buffer = b;
+  PJRT_Error* pe = api->PJRT_Buffer_UnsafePointer(&ptr);
+  if (pe != NULL) {
+    TT_INIT(PJRT_Error_Destroy_Args, d);
+    d.error = pe;
+    api->PJRT_Error_Destroy(&d);
+    return NULL;
+  }
+  if (ptr.buffer_pointer == 0 && n != 0) return NULL;
+  memcpy(dst, (const void*)ptr.buffer_pointer, n);
+  *done = 1;
+  return NULL;
+}
+
 PJRT_Error* tt_buffer_ready_event(const PJRT_Api* api, PJRT_Buffer* b,
                                   PJRT_Event** ev) {
   TT_INIT(PJRT_Buffer_ReadyEvent_Args, a);

@@ -62,6 +62,10 @@ PJRT_Error* tt_buffer_to_host(const PJRT_Api* api, PJRT_Buffer* b, void* dst,
                               size_t n);
 PJRT_Error* tt_buffer_ready_event(const PJRT_Api* api, PJRT_Buffer* b,
                                   PJRT_Event** ev);
+// tt_buffer_read_direct copies a host-memory buffer into dst with memcpy once
+// it is ready; *done is 0 when b is not dense host memory of n bytes.
+PJRT_Error* tt_buffer_read_direct(const PJRT_Api* api, PJRT_Buffer* b,
+                                  void* dst, size_t n, int* done);
 
 // Events.
 PJRT_Error* tt_event_await(const PJRT_Api* api, PJRT_Event* ev);

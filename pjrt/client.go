@@ -29,6 +29,9 @@ type Client struct {
 	version string
 	mu      sync.Mutex
 	closed  bool
+	// direct is set on a platform whose device memory is host memory ("cpu"):
+	// Buffer.ToHost then copies a ready dense buffer with memcpy.
+	direct bool
 }
 
 // NewClient creates a client on the plugin.
@@ -45,6 +48,7 @@ func (p *Plugin) NewClient(opts ClientOptions) (*Client, error) {
 		return nil, err
 	}
 	cl.name = C.GoStringN(s, C.int(n))
+	cl.direct = cl.name == "cpu"
 	if err := p.check("platform version", C.tt_client_platform_version(p.api, c, &s, &n)); err != nil {
 		cl.Close()
 		return nil, err
@@ -63,6 +67,11 @@ func (p *Plugin) NewClient(opts ClientOptions) (*Client, error) {
 
 // Plugin returns the plugin the client was created on.
 func (c *Client) Plugin() *Plugin { return c.p }
+
+// SetDirectReads turns Buffer.ToHost's memcpy of host-memory buffers on or
+// off (it is on by default on the "cpu" platform, and cannot be turned on
+// elsewhere); tests compare the two paths with it.
+func (c *Client) SetDirectReads(on bool) { c.direct = on && c.name == "cpu" }
 
 // PlatformName returns the platform name, e.g. "cpu", "tpu".
 func (c *Client) PlatformName() string { return c.name }
