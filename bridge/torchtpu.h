@@ -158,6 +158,13 @@ ttpu_status ttpu_synchronize(char* err, int64_t errlen);
  * pending graph is launched, without waiting for it. */
 ttpu_status ttpu_mark_step(char* err, int64_t errlen);
 
+/* ttpu_autograd_boundary tells the engine that ops started (backward != 0) or
+ * stopped (0) arriving from inside an autograd backward pass: in fused mode the
+ * pending graph is launched, without waiting for it, so the device runs the
+ * forward while the host records the backward, and the backward while it
+ * records the optimizer step. */
+ttpu_status ttpu_autograd_boundary(int32_t backward, char* err, int64_t errlen);
+
 /* ttpu_max_memory_allocated returns the peak of ttpu_memory_allocated since the
  * last ttpu_reset_peak_memory; ttpu_memory_limit the byte limit of the device. */
 int64_t ttpu_max_memory_allocated(void);

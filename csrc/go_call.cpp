@@ -1,5 +1,9 @@
 #include "go_call.h"
 
+#include <atomic>
+
+#include <torch/csrc/autograd/function.h>
+
 #include "allocator.h"
 #include "errors.h"
 #include "usable.h"
@@ -9,10 +13,32 @@ namespace {
 
 constexpr int32_t kMaxOuts = 1024;
 
+// Whether the last op came from inside an autograd backward pass (-1 before
+// the first op). The autograd engine sets the node it is running for the ops
+// of a backward pass, so a change marks the start and the end of one.
+std::atomic<int> last_phase{-1};
+
+// note_autograd_phase tells the engine when ops start or stop coming from a
+// backward pass, so that fused mode launches the forward (or the backward)
+// while the host records what follows.
+void note_autograd_phase(const ArgList& args) {
+  int phase = torch::autograd::get_current_node() ? 1 : 0;
+  if (last_phase.load(std::memory_order_relaxed) == phase) {
+    return;
+  }
+  int was = last_phase.exchange(phase, std::memory_order_relaxed);
+  if (was == -1 || was == phase) {
+    return;
+  }
+  ErrBuf err;
+  check(ttpu_autograd_boundary(phase, err.data(), err.len()), err, args.op().c_str());
+}
+
 }  // namespace
 
 ttpu_status call_go(const ArgList& args, std::vector<ttpu_out>& outs) {
   check_usable();
+  note_autograd_phase(args);
   // Go writes the outputs into a per-thread scratch array made once: a fresh
   // kMaxOuts-entry vector per op (120 KiB, zeroed) cost more than the op.
   thread_local std::vector<ttpu_out> scratch(kMaxOuts);

@@ -50,6 +50,7 @@ type Engine struct {
 	fusedPlans  map[hlo.Hash]*fusedPlan    // the fused fast path's plans by op signature
 	fusedLog    *fusedMark                 // the op being planned for the fused fast path, if any
 	noFusedPath bool                       // TORCHTPU_FUSED_FAST_PATH=0
+	noPhaseCut  bool                       // TORCHTPU_BACKWARD_CUT=0
 	lastProg    string                     // the cache key of the program flush launched last
 	events      []inFlight                 // launched work that may still run
 	forked      bool
@@ -105,6 +106,7 @@ func New() *Engine {
 	e.checkNaNs = os.Getenv("TORCHTPU_CHECK_NANS") == "1"
 	e.noDonate = os.Getenv("TORCHTPU_DONATE") == "0"
 	e.noFusedPath = os.Getenv("TORCHTPU_FUSED_FAST_PATH") == "0"
+	e.noPhaseCut = os.Getenv("TORCHTPU_BACKWARD_CUT") == "0"
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
 	}
@@ -271,6 +273,26 @@ func (e *Engine) MarkStep() error {
 		return err
 	}
 	e.why = whyStepMark
+	return e.flushAll()
+}
+
+// AutogradBoundary is called when ops start (backward true) or stop arriving
+// from inside an autograd backward pass. In fused mode it launches the
+// pending graphs without waiting for them, as a step mark does: the forward
+// then runs on the device while the host records the backward, and the
+// backward while it records the optimizer step. The boundaries fall at the
+// same ops every step, so each part hits the program cache like a whole step.
+// TORCHTPU_BACKWARD_CUT=0 turns the cut off.
+func (e *Engine) AutogradBoundary(backward bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.mode != ModeFused || e.noPhaseCut || e.capture != nil || e.ready() != nil {
+		return nil // a capture (torch.compile) keeps its ops in one program
+	}
+	e.why = whyBackward
+	if !backward {
+		e.why = whyBackwardEnd
+	}
 	return e.flushAll()
 }
 

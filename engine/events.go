@@ -16,6 +16,8 @@ const (
 	whyRuleReads   = "rule reads data" // index checks, data-dependent shapes
 	whySynchronize = "synchronize"     // torch.tpu.synchronize()
 	whyStepMark    = "step mark"       // optimizer.step() or torch.tpu.mark_step()
+	whyBackward    = "backward start"  // fused mode: the first op of a backward pass
+	whyBackwardEnd = "backward end"    // fused mode: the first op after a backward pass
 	whyModeSwitch  = "mode switch"     // torch.tpu.set_mode
 	whyHostWrite   = "host write"      // a partial copy from host, outside fused mode
 	whyStorageCopy = "storage copy"    // resize_ moving a storage
