@@ -36,10 +36,57 @@ def init():
 
 def _drain():
     """Wait for device work still in flight before the interpreter tears down, so no
-    plugin thread is running a program while static destructors run."""
+    plugin thread is running a program while static destructors run, and for the autograd
+    engine's tpu threads to let go of the last backward pass."""
     if _initialized and not in_bad_fork():
         buf = _lib.errbuf()
         _lib.lib().ttpu_synchronize(buf, len(buf))
+        try:
+            _autograd_barrier()
+        except Exception:  # at exit nothing is left to report to
+            pass
+
+
+def _autograd_threads():
+    """Whether the autograd engine started its device threads (named pt_autograd_<device>)."""
+    import glob
+
+    for path in glob.glob("/proc/self/task/*/comm"):
+        try:
+            with open(path) as f:
+                if f.read().startswith("pt_autograd_"):
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+# The tensors of the exit barrier, kept for the rest of the process: nothing the barrier's pass
+# holds may be freed by the device thread, where dropping a tensor's Python object takes the GIL.
+_barrier_keep = []
+
+
+def _autograd_barrier():
+    """Runs an empty backward pass on each tpu device's autograd thread.
+
+    A device thread drops its reference to a finished backward pass only after waking the
+    caller, and that pass holds the Python context PyTorch stashes for it: when the last
+    reference goes while the interpreter finalizes, the thread's decref takes the GIL, is told
+    to exit, and unwinding a destructor terminates the process ("terminate called without an
+    active exception"). A thread serves its queue in order, so once an empty pass returned
+    from each device, the earlier ones are gone; the caller waits without the GIL, so their
+    decrefs run meanwhile. The empty pass stashes no context, captures nothing, makes no
+    device op (an empty tensor and a view) and keeps its tensors alive, so dropping it takes
+    no GIL.
+    """
+    if not _autograd_threads():
+        return
+    engine = torch.autograd.Variable._execution_engine
+    for i in range(int(_lib.lib().ttpu_device_count())):
+        x = torch.empty(1, device=f"tpu:{i}", requires_grad=True)
+        y, g = x.view(1), torch.empty(1, device=f"tpu:{i}")
+        _barrier_keep.extend((x, y, g))
+        engine.run_backward((y,), (g,), False, False, (), False, True)
 
 
 def _fail(message):
