@@ -6,7 +6,10 @@ program is as good as JAX's for the same math, and how much of JAX's time is
 its newer XLA rather than its program, shows by timing both programs alone on
 the same XLA CPU plugin:
 
-- tpu fused: the step as peers.py times it, the device busy time of its
+- tpu fused: the step as one program (TORCHTPU_BACKWARD_CUT=0, so that it
+  compares with JAX's one program for the whole step, and its host and device
+  times add up; peers.py times the default, where the forward and backward
+  launch as soon as they are recorded), the device busy time of its
   programs (torch.tpu.trace), and the host time: the rest of the step, of
   which "in the engine" is the time inside the engine's op entry (the
   op_seconds metric: rules, recording, replays) and the remainder is
@@ -16,7 +19,12 @@ the same XLA CPU plugin:
   (pjrt BenchmarkDumpedProgram);
 - JAX's program on the plugin: the StableHLO jax.jit lowers for the JAX twin
   (bench/peer_workloads_jax.py), timed the same way;
-- JAX jit: the JAX twin's whole call, in JAX's own runtime (jaxlib's XLA).
+- JAX jit: the JAX twin's whole call, in JAX's own runtime (jaxlib's XLA);
+- PyTorch alone: the workload's tiny twin (the same modules, ops and optimizer
+  on batch 1 and the smallest sizes they take) in CPU eager: PyTorch's Python,
+  dispatch and autograd for the step with almost no arithmetic, which any
+  eager device pays before its own work. Where it exceeds JAX jit's step, no
+  eager mode can match JAX on that workload.
 
     python bench/floors.py [--workloads norm,mlp] [--steps 20] [--benchtime 1s] [--count 3]
 """
@@ -37,6 +45,7 @@ if "TORCHTPU_FLOORS_SCRATCH" not in os.environ:
     _s = tempfile.mkdtemp(prefix="torchtpu-floors-")
     os.execve(sys.executable, [sys.executable, *sys.argv],
               dict(os.environ, TORCHTPU_FLOORS_SCRATCH=_s, TORCHTPU_CACHE_DIR=os.path.join(_s, "cache"),
+                   TORCHTPU_BACKWARD_CUT="0",
                    TORCHTPU_DUMP_DIR=os.path.join(_s, "programs")))
 SCRATCH, DUMP = os.environ["TORCHTPU_FLOORS_SCRATCH"], os.environ["TORCHTPU_DUMP_DIR"]
 
@@ -79,6 +88,20 @@ def fused_step(name, folder, steps):
     return 1e3 * statistics.median(times), sum(busy) / 1e3 / steps, op, module
 
 
+def pytorch_alone(name, folder, steps):
+    """Median ms of the tiny twin of workload name in CPU eager (peer_workloads_torch.dump_tiny)."""
+    workloads.dump_tiny(name, os.path.join(folder, f"{name}.init.npz"))
+    _, step, read = workloads.build(workloads.Backend("cpu"), name, folder, tiny=True)
+    for _ in range(10):
+        read(step())
+    times = []
+    for _ in range(max(steps, 50)):
+        t0 = time.perf_counter()
+        read(step())
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times)
+
+
 def program_alone(module, args):
     """Median ms of module launched and awaited from Go (pjrt BenchmarkDumpedProgram)."""
     env = dict(os.environ, TORCHTPU_BENCH_MODULE=module,
@@ -116,14 +139,17 @@ def main():
         sys.exit(f"floors: lowering the JAX twins failed:\n{r.stderr[-2000:]}")
     opts = types.SimpleNamespace(steps=args.steps, warmup=5, timeout=args.timeout, verbose=False)
     jax = peers.run_worker("jax", "jax", "peer_workloads_jax.py", names, folder, opts)
-    print("| workload | tpu fused step | device busy | host | host in the engine | our program alone | "
+    tiny = os.path.join(SCRATCH, "tiny")
+    os.makedirs(tiny)
+    print("| workload | tpu fused step | device busy | host | host in the engine | PyTorch alone | our program alone | "
           "JAX's program alone | JAX jit | ours / JAX's program | JAX jit / JAX's program |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in names:
         try:
             step, busy, op, module = fused_step(n, folder, args.steps)
             ours = program_alone(module, args)
             theirs = program_alone(os.path.join(folder, f"{n}.jax.mlir"), args)
+            floor = pytorch_alone(n, tiny, args.steps)
         except Exception as e:  # reported, the next workload still runs
             print(f"| {n} | {type(e).__name__}: {e} |", flush=True)
             continue
@@ -131,7 +157,7 @@ def main():
         jit = rec.get("median_ms") if rec.get("status") == "ok" else None
         jit_s = f"{jit:.3f}" if jit else rec.get("status", "?")
         ratio = f"{jit / theirs:.2f}" if jit else ""
-        print(f"| {n} | {step:.3f} | {busy:.3f} | {step - busy:.3f} | {op:.3f} | {ours:.3f} | {theirs:.3f} | {jit_s} | "
+        print(f"| {n} | {step:.3f} | {busy:.3f} | {step - busy:.3f} | {op:.3f} | {floor:.3f} | {ours:.3f} | {theirs:.3f} | {jit_s} | "
               f"{ours / theirs:.2f} | {ratio} |", flush=True)
     print("ms; medians (device busy and engine time: means per step). Programs alone: inputs hold 0.5 (integers 0); a donating program gets fresh inputs "
           "each launch, outside the timed part.")

@@ -45,14 +45,41 @@ def attention(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
-def make_model(name):
+# Tiny twins (bench/floors.py): the same modules, ops and optimizers on the smallest tensors they
+# take, so that on CPU a step costs PyTorch's dispatch, autograd and Python and almost no arithmetic.
+
+
+def make_model(name, tiny=False):
     torch.manual_seed(0)
     if name == "gpt":
+        if tiny:
+            return train_gpt.GPT(2, ctx=1, dim=4, heads=4, layers=GPT["layers"], dropout=0.0)
         vocab = len(set(train_gpt.make_text(seed=0)))
         return train_gpt.GPT(vocab, ctx=GPT["ctx"], dim=GPT["dim"], heads=GPT["heads"], layers=GPT["layers"], dropout=0.0)
     if name == "cnn":
-        return train_cnn.CNN(dropout=0.0)
+        return train_cnn.CNN(classes=2 if tiny else 4, dropout=0.0)
+    if tiny:
+        return train_mlp.MLP(dim=1, hidden=1, classes=2, dropout=0.0)
     return train_mlp.MLP(dropout=0.0)
+
+
+def dump_tiny(name, path):
+    """Writes the weights and data of the tiny twin of workload name (batch 1, every free size 1)."""
+    g = torch.Generator().manual_seed(0)
+    arrays = {}
+    if name in KIND:
+        for k, t in make_model(name, tiny=True).state_dict().items():
+            arrays["p:" + k] = t.numpy()
+        x = {"gpt": torch.zeros(1, 1, dtype=torch.long), "cnn": torch.randn(1, 3, 4, 4, generator=g),
+             "mlp": torch.randn(1, 1, generator=g)}[name]
+        arrays["y"] = (torch.zeros(1, 1) if name == "gpt" else torch.zeros(1)).long().numpy()
+    elif name == "norm":
+        x = torch.randn(1, 8, generator=g)
+        arrays["w"], arrays["b"] = torch.ones(8).numpy(), torch.zeros(8).numpy()
+    else:
+        x = torch.randn(3, 1, 1, 1, 1, generator=g)
+    arrays["x"] = x.numpy()
+    np.savez(path, **arrays)
 
 
 def make_optimizer(name, params):
@@ -127,13 +154,13 @@ class Backend:
         return self.compile(f) if self.compile else f
 
 
-def build(backend, name, folder):
-    """Returns (kind, step, read) for workload name on backend."""
+def build(backend, name, folder, tiny=False):
+    """Returns (kind, step, read) for workload name on backend (its tiny twin with tiny, from dump_tiny's file)."""
     z = np.load(os.path.join(folder, f"{name}.init.npz"))
     dev = backend.device
     x = torch.from_numpy(z["x"]).to(dev)
     if name in KIND:
-        model = make_model(name)
+        model = make_model(name, tiny)
         model.load_state_dict({k[2:]: torch.from_numpy(z[k]) for k in z.files if k.startswith("p:")})
         model.to(dev).train()
         y = torch.from_numpy(z["y"]).to(dev)
