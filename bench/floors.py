@@ -26,6 +26,10 @@ the same XLA CPU plugin:
   eager device pays before its own work. Where it exceeds JAX jit's step, no
   eager mode can match JAX on that workload.
 
+A second table counts what XLA made of both programs (bench/hlo_stats.py:
+kernels by kind, dots, copies, gathers, f64 values), each compiled once more
+by the plugin with xla_dump_to.
+
     python bench/floors.py [--workloads norm,mlp] [--steps 20] [--benchtime 1s] [--count 3]
 """
 import argparse
@@ -54,6 +58,7 @@ import torch  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import hlo_stats  # noqa: E402
 import peer_workloads_torch as workloads  # noqa: E402
 import peers  # noqa: E402
 from device_time import program_spans  # noqa: E402
@@ -102,18 +107,41 @@ def pytorch_alone(name, folder, steps):
     return 1e3 * statistics.median(times)
 
 
-def program_alone(module, args):
+def program_alone(module, args, benchtime=None, count=None, **env_extra):
     """Median ms of module launched and awaited from Go (pjrt BenchmarkDumpedProgram)."""
     env = dict(os.environ, TORCHTPU_BENCH_MODULE=module,
-               CGO_CFLAGS=f"-I{os.path.join(ROOT, 'build', 'include')} -O2")
+               CGO_CFLAGS=f"-I{os.path.join(ROOT, 'build', 'include')} -O2", **env_extra)
     r = subprocess.run(["go", "test", "./pjrt", "-run", "^$", "-bench", "^BenchmarkDumpedProgram$",
-                        "-benchtime", args.benchtime, "-count", str(args.count)],
+                        "-benchtime", benchtime or args.benchtime, "-count", str(count or args.count)],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.timeout)
     ns = [float(m) for m in re.findall(r"BenchmarkDumpedProgram\S*\s+\d+\s+([\d.]+) ns/op", r.stdout)]
     if r.returncode or not ns:
         tail = (r.stdout + r.stderr).strip().splitlines()[-3:]
         raise RuntimeError(f"timing {os.path.basename(module)} failed: {' | '.join(tail)}")
     return statistics.median(ns) / 1e6
+
+
+def hlo_counts(module, folder, args):
+    """Counts (hlo_stats) of the optimized HLO the plugin makes of module, compiled once into folder."""
+    program_alone(module, args, benchtime="1x", count=1, TORCHTPU_XLA_OPTIONS=f"xla_dump_to={folder}")
+    return hlo_stats.stats(folder)
+
+
+def print_hlo_table(modules, args):
+    """Prints, per workload, hlo_stats' counts of our program and JAX's on the plugin."""
+    print()
+    print("| workload | " + " | ".join(hlo_stats.COLUMNS) + " |")
+    print("|---|" + "---:|" * len(hlo_stats.COLUMNS))
+    for n, (ours, theirs) in modules.items():
+        try:
+            a = hlo_counts(ours, os.path.join(SCRATCH, "hlo", n, "ours"), args)
+            b = hlo_counts(theirs, os.path.join(SCRATCH, "hlo", n, "jax"), args)
+        except Exception as e:  # reported, the next workload still runs
+            print(f"| {n} | {type(e).__name__}: {e} |", flush=True)
+            continue
+        print(f"| {n} | " + " | ".join(f"{a[k]} / {b[k]}" for k in hlo_stats.COLUMNS) + " |", flush=True)
+    print("Counts in the optimized HLO of our program / JAX's, both compiled by the plugin (bench/hlo_stats.py says what each "
+          "column counts).")
 
 
 def main():
@@ -141,6 +169,7 @@ def main():
     jax = peers.run_worker("jax", "jax", "peer_workloads_jax.py", names, folder, opts)
     tiny = os.path.join(SCRATCH, "tiny")
     os.makedirs(tiny)
+    modules = {}
     print("| workload | tpu fused step | device busy | host | host in the engine | PyTorch alone | our program alone | "
           "JAX's program alone | JAX jit | ours / JAX's program | JAX jit / JAX's program |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -150,6 +179,7 @@ def main():
             ours = program_alone(module, args)
             theirs = program_alone(os.path.join(folder, f"{n}.jax.mlir"), args)
             floor = pytorch_alone(n, tiny, args.steps)
+            modules[n] = (module, os.path.join(folder, f"{n}.jax.mlir"))
         except Exception as e:  # reported, the next workload still runs
             print(f"| {n} | {type(e).__name__}: {e} |", flush=True)
             continue
@@ -161,6 +191,7 @@ def main():
               f"{ours / theirs:.2f} | {ratio} |", flush=True)
     print("ms; medians (device busy and engine time: means per step). Programs alone: inputs hold 0.5 (integers 0); a donating program gets fresh inputs "
           "each launch, outside the timed part.")
+    print_hlo_table(modules, args)
 
 
 if __name__ == "__main__":
