@@ -37,8 +37,11 @@ func ArangeLength(start, end, step float64) (int64, error) {
 }
 
 // arangeOut is arange.start_out(start, end, step, *, out): the out tensor's
-// dtype decides the result's; start + i*step is computed in that dtype (in
-// float64 for integer dtypes, then converted).
+// dtype decides the result's. As PyTorch's CPU kernel does, an integer result
+// is start + i*step in int64 with start and step truncated to integers (so
+// arange(0.5, 5, 1.5) of int64 is 0, 1, 2; its length still comes from the
+// float values), and a float result is computed in its own dtype (float32
+// for the half types).
 func arangeOut(c *Ctx) ([]*hlo.Value, error) {
 	start, end, step := c.Float(0, 0), c.Float(1, 0), c.Float(2, 1)
 	n, err := ArangeLength(start, end, step)
@@ -46,19 +49,26 @@ func arangeOut(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	d := c.Meta(3).DType
-	acc := Float64
-	if d.IsFloat() && d != Float64 {
-		acc = Float32
-	}
 	b := c.B
-	if (d == Int64 || d == Int32) && n > 0 {
-		first, last := int64(start), int64(start+float64(n-1)*step)
-		c.KnowRange(0, min(first, last), max(first, last))
+	i := b.Iota(hlo.T(hlo.S64, n), 0)
+	if !d.IsFloat() {
+		first, by := int64(start), int64(step)
+		if (d == Int64 || d == Int32) && n > 0 {
+			last := first + (n-1)*by
+			c.KnowRange(0, min(first, last), max(first, last))
+		}
+		sv := b.BroadcastTo(c.R.Scalar(float64(first), hlo.S64), []int64{n})
+		st := b.BroadcastTo(c.R.Scalar(float64(by), hlo.S64), []int64{n})
+		return []*hlo.Value{b.Convert(b.Add(sv, b.Mul(i, st)), d.Elem())}, nil
 	}
-	i := b.Convert(b.Iota(hlo.T(hlo.S64, n), 0), acc.Elem())
+	acc := Float32
+	if d == Float64 {
+		acc = Float64
+	}
+	fi := b.Convert(i, acc.Elem())
 	sv := b.BroadcastTo(c.R.Scalar(start, acc.Elem()), []int64{n})
 	st := b.BroadcastTo(c.R.Scalar(step, acc.Elem()), []int64{n})
-	return []*hlo.Value{b.Convert(b.Add(sv, b.Mul(i, st)), d.Elem())}, nil
+	return []*hlo.Value{b.Convert(b.Add(sv, b.Mul(fi, st)), d.Elem())}, nil
 }
 
 // eyeOut is eye.m_out(n, m, *, out) and eye.out(n, *, out): ones on the

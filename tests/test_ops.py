@@ -30,6 +30,11 @@ def test_factories(mode):
     assert torch.equal(torch.arange(10, device="tpu").cpu(), torch.arange(10))
     assert torch.equal(torch.arange(1, 4, 0.5, device="tpu").cpu(), torch.arange(1, 4, 0.5))
     assert torch.equal(torch.arange(5, -3, -2, device="tpu").cpu(), torch.arange(5, -3, -2))
+    # An integer arange truncates start and step, as PyTorch's kernel does; its length comes from the floats.
+    for args in [(0.5, 5, 1.5), (1.7, 9.2, 2.5), (0.2, 4, 0.7), (7, -7.5, -2.9)]:
+        for dtype in (torch.int64, torch.int32, torch.int8):
+            want = torch.arange(*args, dtype=dtype)
+            assert torch.equal(torch.arange(*args, dtype=dtype, device="tpu").cpu(), want), (args, dtype)
     e = torch.empty(3, 4, device="tpu")
     e.fill_(2.0)
     assert torch.equal(e.cpu(), torch.full((3, 4), 2.0))

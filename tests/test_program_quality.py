@@ -39,6 +39,18 @@ def test_pow_by_another_number_keeps_power(tmp_path):
     assert any("stablehlo.power" in m for m in modules.values())
 
 
+def test_integer_arange_lowers_without_float64(tmp_path):
+    # A GPT's positions: integer arithmetic end to end, no f64 values for XLA to compute.
+    modules = run_dumped("""
+        import torch
+        torch.tpu.set_mode("fused")
+        pos = torch.arange(3, 67, device="tpu")
+        assert torch.equal((pos * 2).cpu(), torch.arange(3, 67) * 2)
+    """, tmp_path)
+    assert modules, "TORCHTPU_DUMP_DIR received no module"
+    assert not any("f64" in m for m in modules.values()), modules
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
 def test_special_pow_matches_cpu_in_other_float_dtypes(dtype):
     x = (torch.rand(257, dtype=torch.float32) * 3 + 0.1).to(dtype)
