@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -40,8 +39,8 @@ func driver(t *testing.T) string {
 			return
 		}
 		lib := filepath.Join(scratch, "libttpuabi.so")
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if out, err := exec.Command(gobin, "build", "-buildmode=c-shared", "-o", lib, "torchtpu/bridge").CombinedOutput(); err != nil {
+		// go test puts its own toolchain first on PATH.
+		if out, err := exec.Command("go", "build", "-buildmode=c-shared", "-o", lib, "torchtpu/bridge").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build -buildmode=c-shared ./bridge: %v\n%s", err, out)
 			return
 		}
