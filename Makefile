@@ -59,8 +59,10 @@ test: build
 test-go: $(BUILD)/include/pjrt_c_api.h
 	TORCHTPU_REQUIRE_PLUGIN=1 go test -count=1 ./...
 
+# TESTS picks what test-py runs, e.g. make test-py TESTS="tests/test_ops.py -k add".
+TESTS ?= tests
 test-py: build
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q $(TESTS)
 
 bench: build
 	$(PY) bench/op_latency.py
