@@ -44,6 +44,30 @@ def test_factories(mode):
     assert torch.equal(torch.full_like(e, 3).cpu(), torch.full((3, 4), 3.0))
 
 
+def test_linspace_and_logspace(mode):
+    """Evenly spaced values as CPU's kernel forms them (from both ends), on the device, with no fallback."""
+    torch.tpu.reset_metrics()
+    ranges = [(-1, 1, 7), (0, 10, 5), (3.3, -2.7, 11), (0, 1, 1), (2, 5, 0), (-5.5, 7.25, 100)]
+    for start, end, steps in ranges:
+        for dtype in (torch.float32, torch.float64, torch.int64, torch.int32, torch.bfloat16):
+            want = torch.linspace(start, end, steps, dtype=dtype)
+            got = torch.linspace(start, end, steps, dtype=dtype, device="tpu").cpu()
+            exact = dtype in (torch.float32, torch.int64, torch.int32)  # float64 and bf16 may differ by one rounding
+            torch.testing.assert_close(got, want, atol=0 if exact else None, rtol=0 if exact else None)
+            want = torch.logspace(start, end, steps, base=2.0, dtype=dtype)
+            got = torch.logspace(start, end, steps, base=2.0, dtype=dtype, device="tpu").cpu()
+            if dtype.is_floating_point:
+                torch.testing.assert_close(got, want, rtol=1e-2 if dtype == torch.bfloat16 else 1e-5, atol=0)
+            else:
+                assert torch.equal(got, want), (start, end, steps, dtype, got, want)
+    out = torch.empty(2, device="tpu")
+    torch.linspace(0, 1, 5, out=out)  # resized to 5, as on CPU
+    assert torch.equal(out.cpu(), torch.linspace(0, 1, 5))
+    with pytest.raises(RuntimeError, match="number of steps must be non-negative"):
+        torch.linspace(0, 1, -1, device="tpu")
+    assert not no_fallbacks()
+
+
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
 def test_arith_promotion_and_broadcast(mode, op):
     f = getattr(torch, op)
