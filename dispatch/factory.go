@@ -97,5 +97,5 @@ func init() {
 	def("aten::fill.Scalar", fillScalar, "")
 	def("aten::fill.Tensor", fillScalar, "")
 	def("aten::zero", zero, "")
-	alias("aten::arange.start_out", &Rule{Name: "aten::arange.start_out", Fn: arangeOut}, OutVariant)
+	alias("aten::arange.start_out", &Rule{Name: "aten::arange.start_out", Fn: arangeOut, OutKeepsShape: true}, OutVariant)
 }

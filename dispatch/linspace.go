@@ -78,6 +78,6 @@ func logspaceOut(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	alias("aten::linspace.out", &Rule{Name: "aten::linspace.out", Fn: linspaceOut}, OutVariant)
-	alias("aten::logspace.out", &Rule{Name: "aten::logspace.out", Fn: logspaceOut}, OutVariant)
+	alias("aten::linspace.out", &Rule{Name: "aten::linspace.out", Fn: linspaceOut, OutKeepsShape: true}, OutVariant)
+	alias("aten::logspace.out", &Rule{Name: "aten::logspace.out", Fn: logspaceOut, OutKeepsShape: true}, OutVariant)
 }

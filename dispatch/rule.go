@@ -82,6 +82,11 @@ type Rule struct {
 	Fn   Fn
 	// DataDependent marks ops whose output shape depends on values.
 	DataDependent bool
+	// OutKeepsShape marks out= ops that resize their out tensor only when its
+	// element count differs from the result's (the range factories): an out
+	// of another shape but the same count keeps its shape and receives the
+	// values in row-major order.
+	OutKeepsShape bool
 }
 
 // Variant says how a table name relates to its functional rule.

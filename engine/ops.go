@@ -131,8 +131,12 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 		}
 		dsts := args[len(args)-k:]
 		var resize [][]int64
-		for _, r := range results {
+		for i, r := range results {
 			d := dsts[len(resize)].Handles[0].(*TensorDesc)
+			if entry.Rule.OutKeepsShape && !slices.Equal(d.Sizes, r.T.Shape) && numel(d.Sizes) == numel(r.T.Shape) {
+				r = e.g.b.Reshape(r, d.Sizes...)
+				results[i] = r
+			}
 			if !slices.Equal(d.Sizes, r.T.Shape) {
 				resize = append(resize, r.T.Shape)
 			} else {

@@ -44,6 +44,16 @@ def test_factories(mode):
     assert torch.equal(torch.full_like(e, 3).cpu(), torch.full((3, 4), 3.0))
 
 
+def test_range_factories_into_a_strided_out_of_the_same_count(mode):
+    """An out= view with the result's element count keeps its shape and gets the values row by row, as on CPU."""
+    for make in (lambda out: torch.arange(0, 4, out=out), lambda out: torch.linspace(0, 3, 4, out=out),
+                 lambda out: torch.logspace(0, 3, 4, base=2.0, out=out)):
+        want, got = torch.zeros(2, 3), torch.zeros(2, 3, device="tpu")
+        make(want.narrow(1, 1, 2))
+        make(got.narrow(1, 1, 2))
+        assert torch.equal(got.cpu(), want), (got.cpu(), want)
+
+
 def test_linspace_and_logspace(mode):
     """Evenly spaced values as CPU's kernel forms them (from both ends), on the device, with no fallback."""
     torch.tpu.reset_metrics()
