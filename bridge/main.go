@@ -184,6 +184,11 @@ func ttpu_autograd_boundary(backward C.int32_t, err *C.char, errlen C.int64_t) C
 	return guard(err, errlen, func() error { return eng.AutogradBoundary(backward != 0) })
 }
 
+//export ttpu_set_default_dtype
+func ttpu_set_default_dtype(dtype C.int32_t, err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, func() error { return eng.SetDefaultFloat(dispatch.DType(dtype)) })
+}
+
 //export ttpu_max_memory_allocated
 func ttpu_max_memory_allocated() C.int64_t { return C.int64_t(eng.MaxMemoryAllocated()) }
 

@@ -158,6 +158,10 @@ ttpu_status ttpu_synchronize(char* err, int64_t errlen);
  * pending graph is launched, without waiting for it. */
 ttpu_status ttpu_mark_step(char* err, int64_t errlen);
 
+/* ttpu_set_default_dtype tells the engine torch's default floating dtype (a
+   c10::ScalarType: Float, Double, Half or BFloat16) when it changes. */
+ttpu_status ttpu_set_default_dtype(int32_t dtype, char* err, int64_t errlen);
+
 /* ttpu_autograd_boundary tells the engine that ops started (backward != 0) or
  * stopped (0) arriving from inside an autograd backward pass: in fused mode the
  * pending graph is launched, without waiting for it, so the device runs the

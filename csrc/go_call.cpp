@@ -34,11 +34,28 @@ void note_autograd_phase(const ArgList& args) {
   check(ttpu_autograd_boundary(phase, err.data(), err.len()), err, args.op().c_str());
 }
 
+// The default floating dtype the engine was last told (-1 before the first op).
+std::atomic<int> told_default{-1};
+
+// note_default_dtype tells the engine when torch.set_default_dtype changed
+// the default floating dtype, which type promotion reads (int32 / int32 is of
+// the default dtype, and so is a Python float next to an integer tensor).
+void note_default_dtype(const ArgList& args) {
+  int d = static_cast<int>(c10::typeMetaToScalarType(c10::get_default_dtype()));
+  if (told_default.load(std::memory_order_relaxed) == d) {
+    return;
+  }
+  ErrBuf err;
+  check(ttpu_set_default_dtype(d, err.data(), err.len()), err, args.op().c_str());
+  told_default.store(d, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 ttpu_status call_go(const ArgList& args, std::vector<ttpu_out>& outs) {
   check_usable();
   note_autograd_phase(args);
+  note_default_dtype(args);
   // Go writes the outputs into a per-thread scratch array made once: a fresh
   // kMaxOuts-entry vector per op (120 KiB, zeroed) cost more than the op.
   thread_local std::vector<ttpu_out> scratch(kMaxOuts);

@@ -7,7 +7,7 @@ func arith(op func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error)
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		d := c.resultType(0, 1)
 		if intToFloat && !d.IsFloat() && !d.IsComplex() {
-			d = Float32
+			d = DefaultFloat()
 		}
 		vs, _, err := c.broadcastArgs(d, 0, 1)
 		if err != nil {

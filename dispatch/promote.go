@@ -99,9 +99,9 @@ func ResultType(ops ...Operand) DType {
 		if o.Kind == KindWrapped {
 			switch {
 			case d.IsComplex():
-				d = Complex64 // the default complex dtype
+				d = DefaultFloat().ToComplex() // the default complex dtype
 			case d.IsFloat():
-				d = Float32 // the default dtype
+				d = DefaultFloat()
 			case d.IsIntegral(false):
 				d = Int64
 			}

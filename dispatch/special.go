@@ -41,7 +41,7 @@ func polygammaRule(c *Ctx) ([]*hlo.Value, error) {
 	}
 	d := c.Meta(xi).DType
 	if !d.IsFloat() {
-		d = Float32
+		d = DefaultFloat()
 	}
 	x := c.B.Convert(c.T(xi), d.Elem())
 	return []*hlo.Value{polygammaOf(c.B, n, x)}, nil

@@ -29,7 +29,7 @@ func unaryOp(kind unaryKind, kernel string, noBool bool, f func(b *hlo.Builder, 
 				return nil, notImplemented(kernel, d)
 			}
 			if !d.IsFloat() && !d.IsComplex() {
-				d = Float32
+				d = DefaultFloat()
 			}
 		case floatOnly:
 			if !d.IsFloat() {

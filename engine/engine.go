@@ -310,3 +310,18 @@ func (e *Engine) storage(addr uint64) (*Storage, error) {
 	}
 	return st, nil
 }
+
+// SetDefaultFloat follows torch.set_default_dtype: the rules read the default
+// floating dtype, and the fast paths' plans recorded under another default are
+// dropped, since their signatures do not hold it.
+func (e *Engine) SetDefaultFloat(d dispatch.DType) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	changed, err := dispatch.SetDefaultFloat(d)
+	if err != nil || !changed {
+		return err
+	}
+	clear(e.plans)
+	clear(e.fusedPlans)
+	return nil
+}

@@ -44,6 +44,24 @@ def test_factories(mode):
     assert torch.equal(torch.full_like(e, 3).cpu(), torch.full((3, 4), 3.0))
 
 
+def test_default_dtype_sets_what_integers_promote_to(mode):
+    """After torch.set_default_dtype(float64), integer division, Python floats and floating unary ops of
+    integers give float64 (complex128 for a complex number), as on CPU; switching back gives float32 again."""
+    a, u = torch.tensor([1, 2, 7], dtype=torch.int32), torch.tensor([1, 2, 250], dtype=torch.uint8)
+    cases = [lambda a, u: a / a, lambda a, u: torch.true_divide(a, 2), lambda a, u: u + 5.5,
+             lambda a, u: torch.sqrt(a), lambda a, u: u * 1j, lambda a, u: a.float() + 0.5]
+    try:
+        for default in (torch.float64, torch.float32, torch.float64):
+            torch.set_default_dtype(default)
+            for _ in range(2):  # the second call replays the recorded plan
+                for f in cases:
+                    want, got = f(a, u), f(a.to("tpu"), u.to("tpu"))
+                    assert got.dtype == want.dtype, (default, got.dtype, want.dtype)
+                    torch.testing.assert_close(got.cpu(), want)
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
 def test_range_factories_into_a_strided_out_of_the_same_count(mode):
     """An out= view with the result's element count keeps its shape and gets the values row by row, as on CPU."""
     for make in (lambda out: torch.arange(0, 4, out=out), lambda out: torch.linspace(0, 3, 4, out=out),
