@@ -308,9 +308,12 @@ class FaultServer:
             else:
                 conn.settimeout(5)
                 length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-                rest = len(head.split(b"\r\n\r\n", 1)[1])
-                while rest < length:
-                    rest += len(conn.recv(65536) or b"x" * length)
+                got = len(head.split(b"\r\n\r\n", 1)[1])
+                while got < length:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    got += len(chunk)
                 conn.sendall(b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         with self.lock:
             self.requests.append((method.decode(), time.monotonic() - t0))
