@@ -20,60 +20,88 @@ import (
 // or nginx with WebDAV PUT). An entry lives at {base}/ac/{key}: the key names
 // the inputs of a compile, not the hash of the stored bytes, which is what
 // that protocol's action-cache namespace holds. GET fetches an entry (404 is
-// a miss) and PUT stores one. Entries are sealed exactly as on disk, so a
-// damaged or truncated download reads as ErrCorrupt.
+// a miss) and PUT stores one. Entries are sealed to their key exactly as on
+// disk, so a damaged or truncated download reads as ErrCorrupt and another
+// key's entry as a *WrongKeyError.
 //
 // The server is never allowed to fail a step: every request has a deadline,
 // and after FailureLimit failures in a row the tier pauses for PauseFor,
 // answering every call with ErrUnavailable without touching the network.
+// The timeouts are read when the first request is made; set them before.
 type Remote struct {
-	base         string
-	client       *http.Client
-	GetTimeout   time.Duration // the deadline of one download
-	PutTimeout   time.Duration // the deadline of one upload
-	FailureLimit int           // consecutive failures that pause the tier
-	PauseFor     time.Duration // how long a pause lasts
+	base          string
+	GetTimeout    time.Duration // the deadline of one download, answer and body
+	PutTimeout    time.Duration // the deadline of one upload, body and answer
+	AnswerTimeout time.Duration // how long a sent request waits for the server to begin its answer
+	FailureLimit  int           // consecutive failures that pause the tier
+	PauseFor      time.Duration // how long a pause lasts
+
+	clientOnce sync.Once
+	client     *http.Client
 
 	mu          sync.Mutex
 	failures    int
 	pausedUntil time.Time
 }
 
+// Default timeouts of the remote tier. A download of a program is small
+// next to a compile, so it gets 5 s; an upload may carry a large program on
+// a slow link, so it gets 20 s in all, but a server silent 5 s after the
+// body was sent is given up on (TORCHTPU_CACHE_TIMEOUT scales all three).
+const (
+	DefaultGetTimeout    = 5 * time.Second
+	DefaultPutTimeout    = 20 * time.Second
+	DefaultAnswerTimeout = 5 * time.Second
+)
+
 // ErrUnavailable reports that the server could not be used: it failed,
 // timed out, or the tier is paused after repeated failures.
 var ErrUnavailable = errors.New("remote compile cache unavailable")
 
-// NewRemote returns the tier at base, an http:// or https:// URL.
+// NewRemote returns the tier at base, an http:// or https:// URL, with the
+// default timeouts.
 func NewRemote(base string) (*Remote, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("compile cache URL %q is not an http:// or https:// URL", base)
 	}
-	transport := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
-		TLSHandshakeTimeout:   2 * time.Second,
-		ResponseHeaderTimeout: 5 * time.Second,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       30 * time.Second,
-	}
 	return &Remote{
-		base:         strings.TrimRight(base, "/"),
-		client:       &http.Client{Transport: transport},
-		GetTimeout:   5 * time.Second,
-		PutTimeout:   20 * time.Second,
-		FailureLimit: 3,
-		PauseFor:     time.Minute,
+		base:          strings.TrimRight(base, "/"),
+		GetTimeout:    DefaultGetTimeout,
+		PutTimeout:    DefaultPutTimeout,
+		AnswerTimeout: DefaultAnswerTimeout,
+		FailureLimit:  3,
+		PauseFor:      time.Minute,
 	}, nil
+}
+
+// httpClient returns the client, built on first use from the timeouts.
+func (r *Remote) httpClient() *http.Client {
+	r.clientOnce.Do(func() {
+		r.client = &http.Client{Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   2 * time.Second,
+			ResponseHeaderTimeout: r.AnswerTimeout,
+			MaxIdleConnsPerHost:   4,
+			IdleConnTimeout:       30 * time.Second,
+		}}
+	})
+	return r.client
 }
 
 // URL returns where key is stored.
 func (r *Remote) URL(key string) string { return r.base + "/ac/" + key }
 
 // Load downloads the entry under key and returns its payload. A missing
-// entry gives fs.ErrNotExist, a damaged or truncated one ErrCorrupt, and a
-// server that fails or is slow an error wrapping ErrUnavailable.
+// entry (or one in an older framing) gives an error matching fs.ErrNotExist,
+// a damaged or truncated one ErrCorrupt, another key's entry a
+// *WrongKeyError, and a server that fails or is slow an error wrapping
+// ErrUnavailable.
 func (r *Remote) Load(key string) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
 	if err := r.admit(); err != nil {
 		return nil, err
 	}
@@ -83,9 +111,9 @@ func (r *Remote) Load(key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := r.client.Do(req)
+	resp, err := r.httpClient().Do(req)
 	if err != nil {
-		return nil, r.fail(err)
+		return nil, r.fail(r.describe("GET", key, ctx, r.GetTimeout, err))
 	}
 	defer resp.Body.Close()
 	switch {
@@ -98,33 +126,36 @@ func (r *Remote) Load(key string) ([]byte, error) {
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, r.fail(err)
+			return nil, r.fail(r.describe("GET", key, ctx, r.GetTimeout, err))
 		}
 		// The body ended before its declared length: a truncated entry.
 		r.succeed()
-		return nil, fmt.Errorf("%w (%v)", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: the body ended after %d bytes (%v)", ErrCorrupt, len(raw), err)
 	}
 	r.succeed()
-	return unseal(raw)
+	return unseal(key, raw)
 }
 
 // Store uploads payload under key, sealed.
 func (r *Remote) Store(key string, payload []byte) error {
+	body, err := seal(key, payload)
+	if err != nil {
+		return err
+	}
 	if err := r.admit(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.PutTimeout)
 	defer cancel()
-	body := seal(payload)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.URL(key), bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.ContentLength = int64(len(body))
 	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := r.client.Do(req)
+	resp, err := r.httpClient().Do(req)
 	if err != nil {
-		return r.fail(err)
+		return r.fail(r.describe("PUT", key, ctx, r.PutTimeout, err))
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
@@ -133,6 +164,21 @@ func (r *Remote) Store(key string, payload []byte) error {
 	}
 	r.succeed()
 	return nil
+}
+
+// describe says why a request failed, naming the timeout that ended it.
+func (r *Remote) describe(method, key string, ctx context.Context, deadline time.Duration, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("%s %s: not done within %s", method, r.URL(key), deadline)
+	}
+	var timeout net.Error
+	var op *net.OpError
+	if errors.As(err, &timeout) && timeout.Timeout() && !(errors.As(err, &op) && op.Op == "dial") {
+		// The transport's wait for the answer (ResponseHeaderTimeout) ran out.
+		return fmt.Errorf("%s %s: no answer within %s of sending the request", method, r.URL(key), r.AnswerTimeout)
+	}
+	return err
 }
 
 // Paused reports whether the tier is resting after repeated failures.

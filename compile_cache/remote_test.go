@@ -71,8 +71,10 @@ func TestRemoteRoundTripUsesActionCachePathAndSealedEntries(t *testing.T) {
 
 	// The server holds the same framing as the disk tier.
 	raw := s.entries["k1"]
-	require.Equal(t, seal([]byte("program bytes")), raw, "remote entries are sealed like disk entries")
-	payload, err := unseal(raw)
+	want, err := seal("k1", []byte("program bytes"))
+	require.NoError(t, err)
+	require.Equal(t, want, raw, "remote entries are sealed like disk entries")
+	payload, err := unseal("k1", raw)
 	require.NoError(t, err)
 	assert.Equal(t, "program bytes", string(payload))
 }
@@ -87,7 +89,12 @@ func TestRemoteCorruptAndTruncatedEntriesAreCorrupt(t *testing.T) {
 	_, err := r.Load("k")
 	assert.ErrorIs(t, err, ErrCorrupt, "a flipped payload byte")
 
-	s.entries["k"] = seal([]byte("0123456789"))[:20]
+	whole, _ := seal("k", []byte("0123456789"))
+	s.entries["k"] = whole[:len(whole)-3]
+	_, err = r.Load("k")
+	assert.ErrorIs(t, err, ErrCorrupt, "an entry missing its last bytes")
+
+	s.entries["k"] = whole[:20]
 	_, err = r.Load("k")
 	assert.ErrorIs(t, err, ErrCorrupt, "an entry cut short")
 
@@ -98,7 +105,7 @@ func TestRemoteCorruptAndTruncatedEntriesAreCorrupt(t *testing.T) {
 }
 
 func TestRemoteTruncatedTransferIsCorrupt(t *testing.T) {
-	entry := seal([]byte("a payload long enough to cut"))
+	entry, _ := seal("k", []byte("a payload long enough to cut"))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Promise the whole entry, send half, then drop the connection.
 		w.Header().Set("Content-Length", "1000")
@@ -223,7 +230,7 @@ func TestTiersRemoteHitFillsDiskAndCompileUploads(t *testing.T) {
 
 func TestTiersCorruptRemoteEntryIsAMissWithWarning(t *testing.T) {
 	s, r := newCacheServer(t)
-	s.entries["k"] = []byte("torchtpu-exe-v1\ntruncated")
+	s.entries["k"] = []byte("torchtpu-exe-v2\nk\ntruncated")
 	d, _ := OpenDir(t.TempDir())
 	var warnings []string
 	tiers := &Tiers{Disk: d, Remote: r, Warn: func(m string) { warnings = append(warnings, m) }}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
+	"time"
 )
 
 // Source names the tier a Load was answered from.
@@ -28,6 +30,8 @@ type Tiers struct {
 // OpenTiers opens the tiers named by dir (TORCHTPU_CACHE_DIR) and url
 // (TORCHTPU_CACHE_URL); an empty name leaves that tier off. It returns nil
 // when both are off. A tier that cannot be opened is off, with a warning.
+// TORCHTPU_CACHE_TIMEOUT, a number of seconds, sets the remote tier's
+// download deadline and answer wait, and four times it the upload deadline.
 func OpenTiers(dir, url string) *Tiers {
 	t := &Tiers{Warn: func(msg string) { fmt.Fprintln(os.Stderr, "torchtpu: warning: "+msg) }}
 	if dir != "" {
@@ -41,6 +45,13 @@ func OpenTiers(dir, url string) *Tiers {
 		r, err := NewRemote(url)
 		if err != nil {
 			t.Warn(fmt.Sprintf("%v (TORCHTPU_CACHE_URL); the remote compile cache is off", err))
+		} else if s := os.Getenv("TORCHTPU_CACHE_TIMEOUT"); s != "" {
+			if sec, err := strconv.ParseFloat(s, 64); err == nil && sec > 0 && sec <= 3600 {
+				d := time.Duration(sec * float64(time.Second))
+				r.GetTimeout, r.AnswerTimeout, r.PutTimeout = d, d, 4*d
+			} else {
+				t.Warn(fmt.Sprintf("TORCHTPU_CACHE_TIMEOUT=%q is not a number of seconds in (0, 3600]; using %s", s, DefaultGetTimeout))
+			}
 		}
 		t.Remote = r
 	}
@@ -52,7 +63,10 @@ func OpenTiers(dir, url string) *Tiers {
 
 // Load returns the payload stored under key by the nearest tier that holds
 // it, and which tier that was. A remote hit is also written to disk. A
-// damaged entry or an unreachable server counts as a miss, with a warning.
+// missing entry, or one in an older framing, is a quiet miss. A damaged
+// entry, another key's entry found under this key, or an unreachable server
+// is a miss with a warning naming the tier and the key; such a disk entry is
+// deleted, so the recompiled program takes its place.
 func (t *Tiers) Load(key string) ([]byte, Source) {
 	if t == nil {
 		return nil, Missed
@@ -63,7 +77,11 @@ func (t *Tiers) Load(key string) ([]byte, Source) {
 			return data, FromDisk
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			t.Warn(fmt.Sprintf("compile cache entry %s on disk is unusable (%v); trying the next tier", short(key), err))
+			what := "deleted it"
+			if rerr := t.Disk.Remove(key); rerr != nil {
+				what = fmt.Sprintf("cannot delete it: %v", rerr)
+			}
+			t.Warn(fmt.Sprintf("on-disk compile cache entry %s is unusable (%v); %s, trying the next tier", t.Disk.File(key), err, what))
 		}
 	}
 	if t.Remote != nil && !t.Remote.Paused() {
@@ -71,13 +89,16 @@ func (t *Tiers) Load(key string) ([]byte, Source) {
 		if err == nil {
 			if t.Disk != nil {
 				if err := t.Disk.Store(key, data); err != nil {
-					t.Warn(fmt.Sprintf("cannot write compile cache entry %s to disk: %v", short(key), err))
+					t.Warn(fmt.Sprintf("cannot write compile cache entry %s to disk: %v", key, err))
 				}
 			}
 			return data, FromRemote
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			t.Warn(fmt.Sprintf("remote compile cache entry %s is unusable (%v); recompiling", short(key), err))
+		switch {
+		case errors.Is(err, ErrUnavailable):
+			t.Warn(fmt.Sprintf("remote compile cache entry %s could not be fetched (%v); recompiling", key, err))
+		case !errors.Is(err, fs.ErrNotExist):
+			t.Warn(fmt.Sprintf("remote compile cache entry %s is unusable (%v); not using it, recompiling", key, err))
 		}
 	}
 	return nil, Missed
@@ -90,19 +111,12 @@ func (t *Tiers) Store(key string, payload []byte) {
 	}
 	if t.Disk != nil {
 		if err := t.Disk.Store(key, payload); err != nil {
-			t.Warn(fmt.Sprintf("cannot write compile cache entry %s: %v", short(key), err))
+			t.Warn(fmt.Sprintf("cannot write compile cache entry %s to disk: %v", key, err))
 		}
 	}
 	if t.Remote != nil && !t.Remote.Paused() {
 		if err := t.Remote.Store(key, payload); err != nil {
-			t.Warn(fmt.Sprintf("cannot upload compile cache entry %s: %v", short(key), err))
+			t.Warn(fmt.Sprintf("cannot upload compile cache entry %s: %v", key, err))
 		}
 	}
-}
-
-func short(key string) string {
-	if len(key) > 16 {
-		return key[:16]
-	}
-	return key
 }

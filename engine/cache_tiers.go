@@ -10,24 +10,29 @@ import (
 
 // loadStored returns the executable stored under key in the persistent
 // compile cache tiers (disk, then remote) and the tier's name, or nil, and
-// counts the hit. An
-// entry that does not load is a miss plus a warning.
+// counts the hit. The tiers only hand out entries sealed to key; an entry
+// that still does not load is a miss plus a warning, and the recompile that
+// follows overwrites it.
 func (e *Engine) loadStored(key string) (*pjrt.Executable, string) {
 	data, from := e.tiers.Load(key)
 	if from == compile_cache.Missed {
 		return nil, ""
 	}
+	tier := "disk cache"
+	if from == compile_cache.FromRemote {
+		tier = "remote cache"
+	}
 	exe, err := e.client.DeserializeExecutable(data)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s does not load (%v); recompiling\n", key[:16], err)
+		fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s from the %s does not load (%v); recompiling\n", key, tier, err)
 		return nil, ""
 	}
 	if from == compile_cache.FromRemote {
 		e.m.RemoteHits++
-		return exe, "remote cache"
+	} else {
+		e.m.DiskHits++
 	}
-	e.m.DiskHits++
-	return exe, "disk cache"
+	return exe, tier
 }
 
 // storeCompiled writes a freshly compiled executable to every persistent tier.
