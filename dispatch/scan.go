@@ -82,7 +82,11 @@ func logcumsumexp(c *Ctx) ([]*hlo.Value, error) {
 
 // cumExtreme returns the running max (or min) of x along dim with the index
 // of the element it came from: among equal values the later index wins, and
-// a NaN wins over everything, as in PyTorch's cummax/cummin.
+// a NaN wins over everything, as in PyTorch's cummax/cummin. It is two
+// one-operand scans, the running value and then the running latest index
+// where x reached it (x equals the running value exactly where the running
+// value was taken from x): XLA:CPU miscompiles a two-operand scan of a value
+// and an index once the dimension is long (100 elements).
 func cumExtreme(b *hlo.Builder, x *hlo.Value, dim int64, isMax bool) (*hlo.Value, *hlo.Value) {
 	e := x.T.Elem
 	idx := b.Iota(x.T.WithElem(hlo.S64), int(dim))
@@ -90,25 +94,25 @@ func cumExtreme(b *hlo.Builder, x *hlo.Value, dim int64, isMax bool) (*hlo.Value
 		x = b.Convert(x, hlo.S8)
 	}
 	xe := x.T.Elem
-	cmp, init := hlo.GT, hlo.Lowest(xe)
+	pick, init := (*hlo.Builder).Max, hlo.Lowest(xe)
 	if !isMax {
-		cmp, init = hlo.LT, hlo.Highest(xe)
+		pick, init = (*hlo.Builder).Min, hlo.Highest(xe)
 	}
-	body := func(rb *hlo.Builder, a []*hlo.Value) []*hlo.Value {
-		av, ai, bv, bi := a[0], a[1], a[2], a[3]
-		better := rb.Compare(cmp, bv, av)
-		eq := rb.Compare(hlo.EQ, av, bv)
+	body := func(rb *hlo.Builder, a, c *hlo.Value) *hlo.Value {
+		r := pick(rb, a, c)
 		if xe.IsFloat() {
-			aNaN := rb.Compare(hlo.NE, av, av)
-			bNaN := rb.Compare(hlo.NE, bv, bv)
-			better = rb.Or(rb.And(better, rb.Not(aNaN)), rb.And(bNaN, rb.Not(aNaN)))
-			eq = rb.Or(eq, rb.And(aNaN, bNaN))
+			r = rb.Select(rb.Compare(hlo.NE, c, c), c, rb.Select(rb.Compare(hlo.NE, a, a), a, r))
 		}
-		takeB := rb.Or(better, rb.And(eq, rb.Compare(hlo.GT, bi, ai)))
-		return []*hlo.Value{rb.Select(takeB, bv, av), rb.Select(takeB, bi, ai)}
+		return r
 	}
-	outs := b.Scan([]*hlo.Value{x, idx}, []*hlo.Value{b.Scalar(xe, init), b.ConstantInt(hlo.T(hlo.S64), -1)}, dim, body)
-	return b.Convert(outs[0], e), outs[1]
+	v := b.Scan([]*hlo.Value{x}, []*hlo.Value{b.Scalar(xe, init)}, dim, binaryBody(body))[0]
+	hit := b.Compare(hlo.EQ, x, v)
+	if xe.IsFloat() {
+		hit = b.Or(hit, b.And(b.Compare(hlo.NE, x, x), b.Compare(hlo.NE, v, v)))
+	}
+	cand := b.Select(hit, idx, b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), -1), idx.T.Shape))
+	i := b.Scan([]*hlo.Value{cand}, []*hlo.Value{b.ConstantInt(hlo.T(hlo.S64), -1)}, dim, binaryBody((*hlo.Builder).Max))[0]
+	return b.Convert(v, e), i
 }
 
 // cumExtremeHelper is _cummax_helper/_cummin_helper(self, values, indices,

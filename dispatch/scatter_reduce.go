@@ -91,6 +91,9 @@ func dimScatter(b *hlo.Builder, idx *hlo.Value, dim int64, rank int) scatterFn {
 		}
 	}
 	return func(base, upd *hlo.Value, combine combineFn) *hlo.Value {
+		if upd.T.Rank() == 0 { // a 0-dim source into a vector: one slice
+			upd = b.Reshape(upd, 1)
+		}
 		return b.Scatter(base, ind, upd, offsetDimsAround(rank, dim), []int64{dim}, []int64{dim}, 1, combine)
 	}
 }

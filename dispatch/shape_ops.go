@@ -111,6 +111,9 @@ func indexSelect(c *Ctx) ([]*hlo.Value, error) {
 	// Gather whole slices of x along dim, one per index.
 	out := append([]int64{}, m.Sizes...)
 	out[dim] = n
+	if numel(out) == 0 { // nothing to gather (and no slice of an empty dim to gather it with)
+		return []*hlo.Value{c.B.BroadcastTo(c.B.Scalar(m.DType.Elem(), 0), out)}, nil
+	}
 	slice := append([]int64{}, m.Sizes...)
 	slice[dim] = 1
 	// The result's batch dimension (one per index) sits at position dim.

@@ -117,6 +117,24 @@ func erfOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 // viaF64 computes f in float64 for float32 input (and in float32 for half
 // precision): the CPU plugin's float32 lowerings of some transcendental
 // functions are a few ULP off PyTorch's correctly rounded CPU results.
+// expOf is exp; for a complex x whose real part is infinite and imaginary
+// part is not finite it gives C99's values, as CPU does (inf + nan·j for
+// +inf, 0 for -inf), where XLA's exp(re)·(cos im + i sin im) gives NaNs.
+func expOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	r := b.Exp(x)
+	if !x.T.Elem.IsComplex() {
+		return r
+	}
+	re, im := b.Real(x), b.Imag(x)
+	ft := re.T
+	inf := b.Constant(ft, math.Inf(1))
+	bad := b.Not(b.IsFinite(im))
+	posInf := b.And(bad, b.Compare(hlo.EQ, re, inf))
+	negInf := b.And(bad, b.Compare(hlo.EQ, re, b.Neg(inf)))
+	r = b.Select(posInf, b.Complex(inf, b.Constant(ft, math.NaN())), r)
+	return b.Select(negInf, b.Complex(b.Constant(ft, 0), b.Constant(ft, 0)), r)
+}
+
 func viaF64(f func(b *hlo.Builder, x *hlo.Value) *hlo.Value) func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	return func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 		if x.T.Elem == hlo.F64 || x.T.Elem == hlo.C128 {
@@ -385,7 +403,7 @@ func init() {
 		name string
 		f    func(b *hlo.Builder, x *hlo.Value) *hlo.Value
 	}{
-		{"exp", (*hlo.Builder).Exp}, {"expm1", viaF64((*hlo.Builder).Expm1)}, {"log", (*hlo.Builder).Log},
+		{"exp", expOf}, {"expm1", viaF64((*hlo.Builder).Expm1)}, {"log", (*hlo.Builder).Log},
 		{"log1p", viaF64((*hlo.Builder).Log1p)}, {"log2", viaF64(log2Of)}, {"log10", viaF64(log10Of)},
 		{"sqrt", (*hlo.Builder).Sqrt}, {"rsqrt", (*hlo.Builder).Rsqrt}, {"tanh", (*hlo.Builder).Tanh},
 		{"sigmoid", (*hlo.Builder).Logistic}, {"sin", (*hlo.Builder).Sin}, {"cos", viaF64((*hlo.Builder).Cos)},

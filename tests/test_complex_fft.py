@@ -198,3 +198,12 @@ def test_fft_float64_and_istft(mode):
     sig = randn(64)
     check(lambda s, w: torch.istft(torch.stft(s, 8, window=w, return_complex=True), 8, window=w), sig, w,
           atol=1e-5, rtol=1e-5)
+
+
+def test_complex_exp_of_infinities(mode):
+    """exp of an infinite real part with a non-finite imaginary part follows C99 as CPU does (inf+nanj, 0)."""
+    inf, nan = float("inf"), float("nan")
+    vals = [0.0, 1.0, -2.0, inf, -inf, nan]
+    for dtype in (torch.complex64, torch.complex128):
+        z = torch.tensor([complex(a, b) for a in vals for b in vals], dtype=dtype)
+        torch.testing.assert_close(torch.exp(z.to("tpu")).cpu(), torch.exp(z), equal_nan=True)

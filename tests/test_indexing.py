@@ -70,3 +70,26 @@ def test_unique(mode):
     check(lambda t: torch.unique(t, return_inverse=True, return_counts=True), x)
     check(lambda t: torch.unique(t, return_counts=True), torch.tensor([[4, 1], [1, 9]]))
     check(lambda t: torch.unique(t), torch.tensor([True, False, True]))
+
+
+def test_index_copy_of_a_zero_dim_index_and_source(mode):
+    """A 0-dim index and source copy one element (this once failed to compile)."""
+    for dst, idx, src in [(torch.zeros(5), torch.tensor(2), torch.tensor(7.0)),
+                          (torch.zeros(5), torch.tensor([1, 3]), torch.tensor([4.0, 5.0])),
+                          (torch.zeros(()), torch.tensor(0), torch.tensor(3.0)),
+                          (torch.zeros(4, 3), torch.tensor([2]), torch.ones(1, 3))]:
+        want, got = dst.clone(), dst.to("tpu")
+        want.index_copy_(0, idx, src)
+        got.index_copy_(0, idx.to("tpu"), src.to("tpu"))
+        assert torch.equal(got.cpu(), want)
+
+
+def test_index_select_of_empty_inputs(mode):
+    """Selecting nothing, or from an empty tensor, gives an empty result of CPU's shape."""
+    long = torch.long
+    for x, i in [(torch.empty(0), torch.empty(0, dtype=long)), (torch.randn(3, 0), torch.tensor([0, 2])),
+                 (torch.randn(0, 4), torch.empty(0, dtype=long))]:
+        got = torch.index_select(x.to("tpu"), 0, i.to("tpu"))
+        assert got.shape == torch.index_select(x, 0, i).shape
+    e = torch.empty(0, dtype=long)
+    assert torch.repeat_interleave(e.to("tpu"), e.to("tpu")).shape == torch.repeat_interleave(e, e).shape

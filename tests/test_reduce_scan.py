@@ -125,3 +125,19 @@ def test_equal(mode):
     n = torch.tensor([float("nan")])
     assert not torch.equal(n.to("tpu"), n.to("tpu"))
     assert torch.equal(torch.empty(0, 2, device="tpu"), torch.empty(0, 2, device="tpu"))
+
+
+def test_cummax_cummin_of_long_dimensions(mode):
+    """Long scans (XLA:CPU once failed to compile cummax over 100 elements) give CPU's values and indices,
+    ties to the later index and NaN winning."""
+    torch.manual_seed(0)
+    nan = float("nan")
+    cases = [torch.randn(100, 100), torch.randn(7, 300), torch.tensor([1.0, 3.0, 3.0, nan, 2.0, nan, 5.0]),
+             torch.randint(0, 3, (50, 40)), torch.randint(0, 2, (30,)).bool(), torch.randn(4, 200).half()]
+    for x in cases:
+        for f in (torch.cummax, torch.cummin):
+            for d in range(x.dim()):
+                v, i = f(x.to("tpu"), d)
+                w, j = f(x, d)
+                assert torch.equal(i.cpu(), j), (f.__name__, x.shape, d)
+                torch.testing.assert_close(v.cpu(), w, equal_nan=True, atol=0, rtol=0)
