@@ -387,3 +387,52 @@ def test_loss_errors(mode):
         F.cross_entropy(randn(2, 5, 3, 3).to("tpu"), torch.rand(2, 3, 3).to("tpu"))
     # The device stays usable after the errors.
     close(F.cross_entropy(x, torch.tensor([1, 0, 4, 2]).to("tpu")), F.cross_entropy(x.cpu(), torch.tensor([1, 0, 4, 2])))
+
+
+def _weight_norm_cases():
+    from torch.nn.utils import weight_norm
+    from torch.nn.utils.parametrizations import weight_norm as param_weight_norm
+
+    return [
+        (lambda: weight_norm(nn.Conv1d(4, 6, 5, padding=2), dim=0), (2, 4, 7)),
+        (lambda: weight_norm(nn.Linear(5, 3), dim=1), (2, 5)),
+        # wav2vec2's positional convolution: grouped, normalized over the kernel dim
+        (lambda: param_weight_norm(nn.Conv1d(4, 4, 3, padding=2, groups=2), dim=2), (2, 4, 7)),
+        (lambda: weight_norm(nn.Linear(5, 3), dim=None), (2, 5)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_weight_norm_matches_cpu_without_fallback(mode, case):
+    make, shape = _weight_norm_cases()[case]
+    torch.manual_seed(1)
+    want_m = make()
+    torch.manual_seed(1)
+    got_m = make().to("tpu")
+    x = torch.randn(*shape)
+    torch.tpu.reset_metrics()
+    (want_m(x) ** 2).sum().backward()
+    y = got_m(x.to("tpu"))
+    (y ** 2).sum().backward()
+    torch.testing.assert_close(y.detach().cpu(), want_m(x).detach(), atol=1e-5, rtol=1e-5)
+    for (n, p), q in zip(want_m.named_parameters(), got_m.parameters()):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, atol=1e-5, rtol=1e-5, msg=lambda m: f"{n}: {m}")
+    assert not no_fallbacks()
+
+
+def test_weight_norm_compiles():
+    """A graph holding weight normalization compiles instead of running uncompiled."""
+    make, shape = _weight_norm_cases()[2]
+    torch.manual_seed(1)
+    want_m = make()
+    torch.manual_seed(1)
+    got_m = make().to("tpu")
+    x = torch.randn(*shape)
+    f = torch.compile(got_m, backend="tpu")
+    torch.tpu.reset_metrics()
+    for _ in range(2):
+        y = f(x.to("tpu"))
+    torch.testing.assert_close(y.detach().cpu(), want_m(x).detach(), atol=1e-5, rtol=1e-5)
+    m = torch.tpu.metrics()
+    assert m["compiled_fallbacks"] == 0 and m["compiled_replays"] >= 1, m["compiled_fallback_reasons"]
+    assert not no_fallbacks()
