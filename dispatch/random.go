@@ -93,36 +93,67 @@ func checkFloat(d DType, op string) error {
 func uniformRule(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
 	from, to := c.Float(1, 0), c.Float(2, 1)
-	if err := checkFloat(m.DType, "check_uniform_bounds"); err != nil {
+	d, shape := realParts(m)
+	if err := checkFloat(d, "check_uniform_bounds"); err != nil {
 		return nil, err
 	}
 	if from > to {
 		return nil, Errorf("uniform_ expects to return a [from, to) range, but found from=%g > to=%g", from, to)
 	}
 	b := c.B
-	u := c.uniform01(3, m.Sizes, m.DType)
+	u := c.uniform01(3, shape, d)
 	ce := u.T.Elem
-	lo := b.BroadcastTo(c.R.Scalar(from, ce), m.Sizes)
-	width := b.BroadcastTo(c.R.Scalar(to-from, ce), m.Sizes)
-	return []*hlo.Value{b.Convert(b.Add(lo, b.Mul(u, width)), m.DType.Elem())}, nil
+	lo := b.BroadcastTo(c.R.Scalar(from, ce), shape)
+	width := b.BroadcastTo(c.R.Scalar(to-from, ce), shape)
+	return []*hlo.Value{fromRealParts(b, b.Convert(b.Add(lo, b.Mul(u, width)), d.Elem()), m)}, nil
+}
+
+// realParts returns the dtype and shape random numbers for a tensor of meta
+// m are drawn in: a complex tensor draws its real and imaginary parts as a
+// trailing dimension of 2 of its real dtype, as PyTorch draws into
+// view_as_real.
+func realParts(m TensorMeta) (DType, []int64) {
+	if !m.DType.IsComplex() {
+		return m.DType, m.Sizes
+	}
+	return m.DType.ToReal(), append(append([]int64{}, m.Sizes...), 2)
+}
+
+// fromRealParts turns x, drawn as realParts(m) says, into m's dtype.
+func fromRealParts(b *hlo.Builder, x *hlo.Value, m TensorMeta) *hlo.Value {
+	if !m.DType.IsComplex() {
+		return x
+	}
+	r := len(m.Sizes)
+	part := func(i int64) *hlo.Value {
+		start := make([]int64, r+1)
+		start[r] = i
+		limit := append(append([]int64{}, m.Sizes...), i+1)
+		return b.Reshape(b.Slice(x, start, limit, onesN(r+1)), m.Sizes...)
+	}
+	return b.Complex(part(0), part(1))
 }
 
 // normalRule is normal_functional(self, mean, std, *, generator).
 func normalRule(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
 	mean, std := c.Float(1, 0), c.Float(2, 1)
-	if err := checkFloat(m.DType, "normal_kernel_cpu"); err != nil {
+	d, shape := realParts(m)
+	if err := checkFloat(d, "normal_kernel_cpu"); err != nil {
 		return nil, err
 	}
 	if std < 0 {
 		return nil, Errorf("normal expects std >= 0.0, but found std %g", std)
 	}
+	if m.DType.IsComplex() { // each part gets half the variance
+		std /= math.Sqrt2
+	}
 	b := c.B
-	z := c.stdNormal(3, m.Sizes, m.DType)
+	z := c.stdNormal(3, shape, d)
 	ce := z.T.Elem
-	mu := b.BroadcastTo(c.R.Scalar(mean, ce), m.Sizes)
-	sd := b.BroadcastTo(c.R.Scalar(std, ce), m.Sizes)
-	return []*hlo.Value{b.Convert(b.Add(mu, b.Mul(z, sd)), m.DType.Elem())}, nil
+	mu := b.BroadcastTo(c.R.Scalar(mean, ce), shape)
+	sd := b.BroadcastTo(c.R.Scalar(std, ce), shape)
+	return []*hlo.Value{fromRealParts(b, b.Convert(b.Add(mu, b.Mul(z, sd)), d.Elem()), m)}, nil
 }
 
 // normalTensors builds normal.Tensor_Tensor, Tensor_float and float_Tensor:

@@ -199,3 +199,30 @@ def test_fractional_max_pool_half_and_nan(mode):
         _frac(x.to("tpu"), [5, 2], [8, 5], s.to("tpu"), 2)
     with pytest.raises(RuntimeError, match="Expect _random_samples.size\\(1\\) equals to input channel size"):
         _frac(x.to("tpu"), [2, 2], [6, 5], torch.rand(2, 4, 2, device="tpu"), 2)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_random_draws_parts_like_cpu(mode, dtype):
+    """randn, rand and normal_ of complex dtypes draw real and imaginary parts as CPU does: N(0, 1/2) each for
+    randn, U[0, 1) each for rand, std / sqrt(2) each for normal_; the same seed gives the same numbers."""
+    torch.manual_seed(0)
+    torch.tpu.reset_metrics()
+    n = 100_000
+    z = torch.randn(n, dtype=dtype, device="tpu")
+    assert z.dtype == dtype
+    z = z.cpu()
+    for part in (z.real, z.imag):
+        assert abs(part.mean().item()) < 0.01 and abs(part.var().item() - 0.5) < 0.01
+    assert abs((z.real * z.imag).mean().item()) < 0.01  # independent parts
+    u = torch.rand(n, dtype=dtype, device="tpu").cpu()
+    for part in (u.real, u.imag):
+        assert part.min().item() >= 0 and part.max().item() < 1 and abs(part.mean().item() - 0.5) < 0.01
+    g = torch.empty(n, dtype=dtype, device="tpu").normal_(2.0, 3.0).cpu()
+    want_std = torch.empty(n, dtype=dtype).normal_(2.0, 3.0).real.std().item()  # 3 / sqrt(2)
+    for part in (g.real, g.imag):
+        assert abs(part.mean().item() - 2.0) < 0.03 and abs(part.std().item() - want_std) < 0.03
+    torch.manual_seed(5)
+    a = torch.randn(8, dtype=dtype, device="tpu").cpu()
+    torch.manual_seed(5)
+    assert torch.equal(torch.randn(8, dtype=dtype, device="tpu").cpu(), a)
+    assert not no_fallbacks()
