@@ -53,6 +53,16 @@ func guard(buf *C.char, n C.int64_t, f func() error) (status C.ttpu_status) {
 		if errors.As(err, &oom) {
 			return C.TTPU_OOM
 		}
+		switch dispatch.KindOf(err) {
+		case dispatch.IndexErr:
+			return C.TTPU_INDEX_ERROR
+		case dispatch.ValueErr:
+			return C.TTPU_VALUE_ERROR
+		case dispatch.TypeErr:
+			return C.TTPU_TYPE_ERROR
+		case dispatch.NotImplementedErr:
+			return C.TTPU_NOT_IMPLEMENTED
+		}
 		return C.TTPU_ERROR
 	}
 	return C.TTPU_OK

@@ -28,6 +28,11 @@ typedef int32_t ttpu_status;
 #define TTPU_OOM 4          /* the device memory limit would be exceeded; err holds the message */
 #define TTPU_NOT_CAPTURED 5 /* ttpu_capture_end: no program (err says why); the graph's work ran as usual */
 #define TTPU_MISMATCH 6     /* ttpu_program_run: the inputs differ from the captured ones (err says how) */
+/* As TTPU_ERROR, for errors PyTorch raises as another Python exception class than RuntimeError. */
+#define TTPU_INDEX_ERROR 7
+#define TTPU_VALUE_ERROR 8
+#define TTPU_TYPE_ERROR 9
+#define TTPU_NOT_IMPLEMENTED 10
 
 #define TTPU_MAX_DIMS 12
 

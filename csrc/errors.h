@@ -21,4 +21,11 @@ struct ErrBuf {
 // what names the call that failed when the message does not already say it.
 void check(ttpu_status status, const ErrBuf& err, const char* what);
 
+// raise_status throws msg as the exception class an error status names
+// (IndexError for TTPU_INDEX_ERROR, ..., RuntimeError for TTPU_ERROR).
+[[noreturn]] void raise_status(ttpu_status status, const std::string& msg);
+
+// is_error_status reports whether status is TTPU_ERROR or one of its kinds.
+bool is_error_status(ttpu_status status);
+
 }  // namespace torchtpu

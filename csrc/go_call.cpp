@@ -66,11 +66,14 @@ ttpu_status call_go(const ArgList& args, std::vector<ttpu_out>& outs) {
   if (st == TTPU_OOM) {
     check(st, err, args.op().c_str());
   }
-  if (st == TTPU_ERROR) {
+  if (is_error_status(st)) {
     std::string msg = err.str();
-    // Name the op and its arguments unless the engine already did.
-    TORCH_CHECK(msg.rfind(args.op(), 0) == 0, args.op(), "(", args.summary(), "): ", msg);
-    TORCH_CHECK(false, msg);
+    // The message starts as CPU's does; the op and its arguments follow as context unless the
+    // engine already named the op.
+    if (msg.find(args.op()) == std::string::npos) {
+      msg += " (" + args.op() + " on tpu, arguments: " + args.summary() + ")";
+    }
+    raise_status(st, msg);
   }
   TORCH_CHECK(nouts >= 0 && nouts <= kMaxOuts, "torchtpu: ", args.op(), " returned ", nouts, " outputs");
   outs.assign(scratch.begin(), scratch.begin() + nouts);

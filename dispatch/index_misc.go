@@ -56,7 +56,7 @@ func (c *Ctx) flatIndex(op string, i int, n int64) (*hlo.Value, error) {
 	}
 	for _, v := range vs {
 		if v < -n || v >= n {
-			return nil, Errorf("out of range: tried to access index %d on a tensor of %d elements.", v, n)
+			return nil, IndexErrorf("out of range: tried to access index %d on a tensor of %d elements.", v, n)
 		}
 	}
 	b := c.B

@@ -88,7 +88,7 @@ func (c *Ctx) resolveIndices(arg int, sizes []int64) (*advIndex, error) {
 		size := sizes[d]
 		for i, v := range vals {
 			if v < -size || v >= size {
-				return nil, Errorf("index %d is out of bounds for dimension %d with size %d", v, d, size)
+				return nil, IndexErrorf("index %d is out of bounds for dimension %d with size %d", v, d, size)
 			}
 			if v < 0 {
 				vals[i] = v + size

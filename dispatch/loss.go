@@ -80,7 +80,7 @@ func nllPicks(c *Ctx, in int, spatial, checkRange bool) (onehot, wt *hlo.Value, 
 		}
 		for _, v := range vs {
 			if v != ignore && (v < 0 || v >= classes) {
-				return nil, nil, Errorf("Target %d is out of bounds.", v)
+				return nil, nil, IndexErrorf("Target %d is out of bounds.", v)
 			}
 		}
 	}

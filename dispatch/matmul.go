@@ -69,7 +69,7 @@ func scalarTypeName(d DType) string {
 
 // notImplemented is PyTorch's error for a kernel without a dtype.
 func notImplemented(kernel string, d DType) error {
-	return Errorf("\"%s\" not implemented for '%s'", kernel, scalarTypeName(d))
+	return &KindedError{NotImplementedErr, fmt.Sprintf("\"%s\" not implemented for '%s'", kernel, scalarTypeName(d))}
 }
 
 func dimsX(s []int64) string {

@@ -11,7 +11,7 @@ import (
 func wrapDim(d int64, rank int) (int64, error) {
 	r := int64(max(rank, 1))
 	if d < -r || d >= r {
-		return 0, Errorf("Dimension out of range (expected to be in range of [%d, %d], but got %d)", -r, r-1, d)
+		return 0, IndexErrorf("Dimension out of range (expected to be in range of [%d, %d], but got %d)", -r, r-1, d)
 	}
 	if d < 0 {
 		d += r

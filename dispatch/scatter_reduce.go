@@ -202,7 +202,7 @@ func (c *Ctx) indexArgs(op string) (int64, error) {
 		size = m.Sizes[dim]
 	}
 	if err := c.checkIndices(2, size, func(v int64) error {
-		return Errorf("%s(): index %d is out of bounds for dimension %d with size %d", op, v, dim, size)
+		return IndexErrorf("%s(): index %d is out of bounds for dimension %d with size %d", op, v, dim, size)
 	}); err != nil {
 		return 0, err
 	}

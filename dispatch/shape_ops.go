@@ -99,7 +99,7 @@ func indexSelect(c *Ctx) ([]*hlo.Value, error) {
 	if m.Rank() > 0 {
 		size = m.Sizes[dim]
 	}
-	if err := c.checkIndices(2, size, func(int64) error { return Errorf("index out of range in self") }); err != nil {
+	if err := c.checkIndices(2, size, func(int64) error { return IndexErrorf("index out of range in self") }); err != nil {
 		return nil, err
 	}
 	x := c.T(0)

@@ -269,14 +269,15 @@ func describe(args []dispatch.Arg) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
-// opError names the op and its arguments in front of a rule's error.
+// opError adds the op and its arguments to a rule's error, after the
+// message, so that the message starts as CPU's does.
 type opError struct {
 	op, args string
 	err      error
 }
 
 func (e *opError) Error() string {
-	return fmt.Sprintf("%s: %s (arguments: %s)", e.op, strings.TrimPrefix(e.err.Error(), "hlo: "), e.args)
+	return fmt.Sprintf("%s (%s on tpu, arguments: %s)", strings.TrimPrefix(e.err.Error(), "hlo: "), e.op, e.args)
 }
 
 func (e *opError) Unwrap() error { return e.err }

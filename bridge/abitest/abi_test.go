@@ -136,8 +136,8 @@ func TestValues(t *testing.T) {
 func TestErrors(t *testing.T) {
 	l := run(t, "errors")
 	expectInit(t, l)
-	expectHas(t, l, "mismatch", "mismatch status=1 nouts=0 aten::add.Tensor:", "(4)", "(3)", "[4] float32, [3] float32")
-	expectHas(t, l, "in_place_mismatch", "in_place_mismatch status=1 nouts=0 aten::add_.Tensor:", "[4] float32, [3] float32")
+	expectHas(t, l, "mismatch", "mismatch status=1 nouts=0 ", "(aten::add.Tensor on tpu, arguments:", "(4)", "(3)", "[4] float32, [3] float32")
+	expectHas(t, l, "in_place_mismatch", "in_place_mismatch status=1 nouts=0 ", "(aten::add_.Tensor on tpu, arguments:", "[4] float32, [3] float32")
 	expect(t, l, "a_unchanged", "a_unchanged status=0 1 2 3 4")
 	expect(t, l, "no_rule", "no_rule status=2 has_rule=0")
 	expect(t, l, "has_rule_add", "has_rule_add 1")
