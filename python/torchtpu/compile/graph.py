@@ -45,7 +45,11 @@ class _Program:
             if o.kind == _Output.FRESH:
                 t = results[o.index]
                 if check:
-                    o.direct = tuple(t.shape) == o.sizes and t.is_contiguous() and o.offset == 0
+                    # The result is its storage's whole value, shaped as the storage. Handing it
+                    # out as is needs the captured view's exact geometry: a permuted view whose
+                    # sizes happen to equal the storage's shape (a square transpose) has other
+                    # strides, and would read the data in the wrong order.
+                    o.direct = tuple(t.shape) == o.sizes and t.stride() == o.strides and o.offset == 0
                 if not o.direct:
                     t = t.as_strided(o.sizes, o.strides, o.offset)
                 out.append(t)
