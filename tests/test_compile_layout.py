@@ -81,7 +81,7 @@ report(**out, **counters())
 """, timeout=900)
     assert res["nparams"] == 56
     for step, (name, rel) in enumerate(res["worst"]):
-        assert rel < 1e-3, (step, name, rel)
+        assert rel < 2e-4, (step, name, rel)  # 1.7e-5 at most when measured
     for got, want in res["losses"]:
         assert abs(got - want) <= 1e-4 * max(1.0, abs(want))
     assert res["param_err"] < 1e-4
