@@ -28,8 +28,8 @@ func tensorDescs(ts *C.ttpu_tensor, n C.int32_t) []*engine.TensorDesc {
 }
 
 //export ttpu_capture_begin
-func ttpu_capture_begin(inputs *C.ttpu_tensor, n C.int32_t, err *C.char, errlen C.int64_t) C.ttpu_status {
-	return guard(err, errlen, func() error { return eng.CaptureBegin(tensorDescs(inputs, n)) })
+func ttpu_capture_begin(name *C.char, inputs *C.ttpu_tensor, n C.int32_t, err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, func() error { return eng.CaptureBegin(C.GoString(name), tensorDescs(inputs, n)) })
 }
 
 //export ttpu_capture_abort

@@ -227,8 +227,10 @@ void ttpu_mark_forked(void);
  * real inputs by the caller between ttpu_capture_begin and ttpu_capture_end, into one program whose
  * parameters are the inputs by position. Programs are named by integer handles. */
 
-/* ttpu_capture_begin runs pending work and starts capturing; ops record without flushing. */
-ttpu_status ttpu_capture_begin(const ttpu_tensor* inputs, int32_t ninputs, char* err, int64_t errlen);
+/* ttpu_capture_begin runs pending work and starts capturing the graph named name (for messages:
+ * "frame 0 graph 0 forward"); ops record without flushing. The program runs on the inputs' device. */
+ttpu_status ttpu_capture_begin(const char* name, const ttpu_tensor* inputs, int32_t ninputs, char* err,
+                               int64_t errlen);
 
 /* ttpu_capture_abort ends a capture whose graph raised; the recorded work runs as usual. */
 ttpu_status ttpu_capture_abort(char* err, int64_t errlen);

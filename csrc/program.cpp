@@ -35,11 +35,11 @@ c10::DeviceIndex device_of(const std::vector<at::Tensor>& ts) {
   return current_device();
 }
 
-void capture_begin(const std::vector<at::Tensor>& inputs) {
+void capture_begin(const std::vector<at::Tensor>& inputs, const std::string& name) {
   auto descs = describe_all(inputs, "input");
   ErrBuf err;
-  check(ttpu_capture_begin(descs.data(), static_cast<int32_t>(descs.size()), err.data(), err.len()), err,
-        "capture_begin");
+  check(ttpu_capture_begin(name.c_str(), descs.data(), static_cast<int32_t>(descs.size()), err.data(), err.len()),
+        err, "capture_begin");
 }
 
 void capture_abort() {
@@ -93,7 +93,7 @@ std::tuple<std::vector<at::Tensor>, std::string> run_program(int64_t handle, con
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(torchtpu, m) {
-  m.def("capture_begin(Tensor[] inputs) -> ()", &capture_begin);
+  m.def("capture_begin(Tensor[] inputs, str name=\"\") -> ()", &capture_begin);
   m.def("capture_abort() -> ()", &capture_abort);
   m.def("capture_end(Tensor[] inputs, Tensor[] outputs) -> (int, int[], int[], str)", &capture_end);
   m.def("run_program(int handle, Tensor[] inputs) -> (Tensor[], str)", &run_program);

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +18,8 @@ import (
 // pending graph without any flush, and CaptureEnd turns that graph into a
 // Program whose parameters are the inputs by position.
 type capture struct {
+	name    string // the compiled graph's name, for messages ("frame 0 graph 0 forward")
+	device  int    // the device of the inputs: every op of the graph runs there
 	inputs  []*TensorDesc
 	seeds   map[*pjrt.Buffer]int // seed buffers of random ops, by order of first use
 	sliding []bool               // inputs read at a runtime offset (see captureRead)
@@ -59,9 +63,12 @@ func (e *Engine) flushReason() string {
 	return "the graph needed a value on the host (a CPU fallback, .item(), a copy to CPU) or a sync"
 }
 
-// CaptureBegin runs the pending work and starts capturing a program whose
-// positional inputs are inputs (tpu tensors).
-func (e *Engine) CaptureBegin(inputs []*TensorDesc) error {
+// CaptureBegin runs the pending work and starts capturing a program named
+// name (for messages) whose positional inputs are inputs (tpu tensors). The
+// program runs on the inputs' device (the current device when there are
+// none); inputs on several devices run the graph eagerly (CaptureEnd then
+// reports why).
+func (e *Engine) CaptureBegin(name string, inputs []*TensorDesc) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.ready(); err != nil {
@@ -70,9 +77,7 @@ func (e *Engine) CaptureBegin(inputs []*TensorDesc) error {
 	if e.capture != nil {
 		return errors.New("torchtpu: a compiled graph is already being captured (nested capture)")
 	}
-	if err := e.flush(); err != nil {
-		return err
-	}
+	dev, first := e.dev.cur, -1
 	for i, t := range inputs {
 		if t.CPU {
 			return fmt.Errorf("torchtpu: compiled graph input %d is a CPU tensor", i)
@@ -81,11 +86,28 @@ func (e *Engine) CaptureBegin(inputs []*TensorDesc) error {
 		if err != nil {
 			return fmt.Errorf("torchtpu: compiled graph input %d: %w", i, err)
 		}
-		if err := e.materialize(st, t.DType); err != nil {
+		if first < 0 {
+			dev, first = st.device, i
+		} else if st.device != dev {
+			e.captureAborted = fmt.Sprintf("input %d is on tpu:%d and input %d on tpu:%d (a program runs on one device)", first, dev, i, st.device)
+			return nil
+		}
+	}
+	if err := e.useDevice(dev); err != nil {
+		return err
+	}
+	if err := e.flush(); err != nil {
+		return err
+	}
+	for _, t := range inputs {
+		if err := e.materialize(e.storages[t.Addr], t.DType); err != nil {
 			return err
 		}
 	}
-	c := &capture{inputs: inputs, seeds: map[*pjrt.Buffer]int{}, offsets: map[*pjrt.Buffer]int{}, reads: map[int]*hlo.Value{}}
+	if name == "" {
+		name = "graph"
+	}
+	c := &capture{name: name, device: dev, inputs: inputs, seeds: map[*pjrt.Buffer]int{}, offsets: map[*pjrt.Buffer]int{}, reads: map[int]*hlo.Value{}}
 	for _, t := range inputs {
 		st := e.storages[t.Addr]
 		v := t.view()
@@ -94,6 +116,14 @@ func (e *Engine) CaptureBegin(inputs []*TensorDesc) error {
 	e.capture = c
 	e.captureAborted = ""
 	return nil
+}
+
+// leaveCaptureDevice ends the capture when an op is about to run on device d,
+// not the capture's: a program runs on one device.
+func (e *Engine) leaveCaptureDevice(d int) {
+	if c := e.capture; c != nil && d != c.device {
+		e.abortCapture(fmt.Sprintf("the graph runs ops on tpu:%d and tpu:%d (a program runs on one device)", c.device, d))
+	}
 }
 
 // captureRead returns the value of t when t is a sliding input of the capture
@@ -196,6 +226,9 @@ func (e *Engine) CaptureEnd(inputs, outputs []*TensorDesc) (int64, []OutputRef, 
 		e.abortCapture("the inputs changed")
 		return 0, nil, errors.Join(&ErrNotCaptured{"the inputs changed"}, e.flush())
 	}
+	if err := e.useDevice(c.device); err != nil {
+		return 0, nil, err
+	}
 	p, refs, reason := e.buildProgram(c, outputs)
 	if reason != "" {
 		e.abortCapture(reason)
@@ -213,7 +246,7 @@ func (e *Engine) CaptureEnd(inputs, outputs []*TensorDesc) (int64, []OutputRef, 
 // says why the graph cannot be one program.
 func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []OutputRef, string) {
 	g := e.g
-	p := &Program{nseeds: len(c.seeds)}
+	p := &Program{nseeds: len(c.seeds), name: c.name, device: c.device}
 	firstInput := map[uint64]int{}
 	for i, t := range c.inputs {
 		if _, ok := firstInput[t.Addr]; !ok {
@@ -274,6 +307,7 @@ func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []Ou
 	}
 	text, used := g.b.Module(vals)
 	p.text = text
+	p.ops, p.first = g.ops, g.first
 	bufInput := map[*pjrt.Buffer]int{}
 	for i, t := range c.inputs {
 		if st := e.storages[t.Addr]; st != nil && st.buf != nil && p.sig[i].alias == i {
@@ -303,6 +337,8 @@ func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []Ou
 	if os.Getenv("TORCHTPU_DONATE") != "0" {
 		p.donated = p.donateWritten()
 	}
+	sum := sha256.Sum256([]byte(p.text))
+	p.key = "c:" + hex.EncodeToString(sum[:16])
 	return p, refs, ""
 }
 
@@ -334,23 +370,26 @@ func (e *Engine) launchCaptured(p *Program) error {
 	for _, st := range g.pending {
 		st.pending = nil
 	}
+	e.fl = p.flushCtx()
+	e.lastProg = p.key
 	exe, err := e.executable(p.text)
 	if err != nil {
 		return err
 	}
 	p.exe = exe
-	results, ev, err := exe.Execute(p.captureArgs, 0)
+	args := p.captureArgs
 	p.captureArgs = nil
-	if err != nil {
-		return fmt.Errorf("torchtpu: executing a compiled graph of %d ops: %w", g.ops, err)
-	}
-	e.m.Executions++
-	var replaced []*pjrt.Buffer
-	for k, st := range p.captured {
-		replaced = append(replaced, st.buf)
-		st.buf = results[k]
-	}
+	_, err = e.execute(p.launch(), exe, args, func(results []*pjrt.Buffer) []*pjrt.Buffer {
+		var replaced []*pjrt.Buffer
+		for k, st := range p.captured {
+			replaced = append(replaced, st.buf)
+			st.buf = results[k]
+		}
+		return replaced
+	})
 	p.captured = nil
-	e.track(ev, replaced)
+	if err != nil {
+		return fmt.Errorf("torchtpu: executing compiled %s (%d ops) on tpu:%d: %w", p.name, g.ops, p.device, err)
+	}
 	return nil
 }

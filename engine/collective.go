@@ -83,11 +83,11 @@ func (e *Engine) AllReduceDevices(addrs []uint64, op string) error {
 	for i, st := range sts {
 		args[i] = []*pjrt.Buffer{st.buf}
 	}
-	outs, err := exe.ExecuteReplicated(args)
+	l := launch{key: "all_reduce " + op + " " + t.String(), what: fmt.Sprintf("all_reduce (%s) across %d devices", op, n), ops: 1}
+	outs, err := e.executeReplicated(l, exe, args)
 	if err != nil {
 		return fmt.Errorf("torchtpu: all_reduce across %d devices: %w", n, err)
 	}
-	e.m.Executions++
 	for i, st := range sts {
 		e.dropBuffer(st.buf)
 		st.buf = outs[i][0]

@@ -25,7 +25,8 @@ type deviceState struct {
 }
 
 // useDevice makes d the device that ops record for, parking the current
-// device's pending state. It does not flush: each device keeps its graph.
+// device's pending state. It does not flush: each device keeps its graph. A
+// capture on another device ends (its recorded work stays pending there).
 func (e *Engine) useDevice(d int) error {
 	if d == e.dev.cur {
 		return nil
@@ -33,6 +34,7 @@ func (e *Engine) useDevice(d int) error {
 	if n := e.client.DeviceCount(); d < 0 || d >= n {
 		return fmt.Errorf("torchtpu: invalid device index %d (%d tpu devices)", d, n)
 	}
+	e.leaveCaptureDevice(d)
 	if e.dev.parked == nil {
 		e.dev.parked = map[int]*deviceState{}
 	}

@@ -29,13 +29,18 @@ const maxFirstOps = 3
 // flushCtx describes the flush in progress, for the events and messages of
 // the compile and launch it causes.
 type flushCtx struct {
-	reason string
-	ops    int
-	first  []string
+	reason   string
+	ops      int
+	first    []string
+	compiled string // the compiled graph's name when a capture made the program (no flush)
 }
 
-// site is the recompile call site of the flush: its reason and first op.
+// site is the recompile call site of the flush: its reason and first op, or
+// the compiled graph's name.
 func (f *flushCtx) site() string {
+	if f.compiled != "" {
+		return "compiled " + f.compiled
+	}
 	if len(f.first) == 0 {
 		return f.reason
 	}
@@ -51,6 +56,9 @@ func (f *flushCtx) what() string {
 			s += ", ..."
 		}
 		s += ")"
+	}
+	if f.compiled != "" {
+		return s + ", captured from compiled " + f.compiled
 	}
 	return s + ", flushed by " + f.reason
 }
@@ -76,10 +84,14 @@ var slowCompileAfter = func() time.Duration {
 // slowCompileNotice starts a timer that prints what is compiling when the
 // compile is still running after slowCompileAfter; the caller stops it.
 func (e *Engine) slowCompileNotice(key string) *time.Timer {
-	what := e.fl.what()
-	return time.AfterFunc(slowCompileAfter, func() {
-		fmt.Fprintf(os.Stderr, "torchtpu: compiling a program of %s (program %s); the first compile of a new graph can take a while\n", what, key[:16])
-	})
+	line := slowCompileLine(&e.fl, key)
+	return time.AfterFunc(slowCompileAfter, func() { fmt.Fprintln(os.Stderr, line) })
+}
+
+// slowCompileLine is the line slowCompileNotice prints for the program of f
+// whose cache key is key.
+func slowCompileLine(f *flushCtx, key string) string {
+	return fmt.Sprintf("torchtpu: compiling a program of %s (program %s); the first compile of a new graph can take a while", f.what(), key[:16])
 }
 
 // noteProgram records the explanation of a program new to this process:

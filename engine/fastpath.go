@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math"
-	"time"
 
 	"torchtpu/dispatch"
 	"torchtpu/hlo"
@@ -246,27 +245,25 @@ func (e *Engine) replay(p *opPlan, args []dispatch.Arg) (outs []OutTensor, ok bo
 	if err != nil {
 		return nil, true, err
 	}
-	tLaunch := time.Now()
-	results, ev, err := prog.exe.Execute(bufs, e.dev.cur)
+	l := launch{key: p.key, ops: 1, device: e.dev.cur, donated: prog.donated}
+	_, err = e.execute(l, prog.exe, bufs, func(results []*pjrt.Buffer) []*pjrt.Buffer {
+		var replaced []*pjrt.Buffer
+		for i, d := range p.outs {
+			st := e.writtenStorage(sts, args, d.result, d.arg, d.idx)
+			replaced = append(replaced, st.buf)
+			st.buf = results[i]
+		}
+		return replaced
+	})
 	if err != nil {
 		for _, st := range sts {
 			e.freeStorage(st)
 		}
 		return nil, true, err
 	}
-	e.m.LaunchSeconds += time.Since(tLaunch).Seconds()
-	e.traceExecution(p.key, 1, tLaunch, ev)
-	e.m.Executions++
 	e.m.CacheHits++
 	e.m.FastPathHits++
 	e.m.OpsRecorded++
-	var replaced []*pjrt.Buffer
-	for i, d := range p.outs {
-		st := e.writtenStorage(sts, args, d.result, d.arg, d.idx)
-		replaced = append(replaced, st.buf)
-		st.buf = results[i]
-	}
-	e.track(ev, replaced)
 	return outs, true, nil
 }
 

@@ -14,8 +14,9 @@ import (
 // program is a compiled graph and the builder positions of the parameters
 // it takes, in order.
 type program struct {
-	exe  *pjrt.Executable
-	used []int
+	exe     *pjrt.Executable
+	used    []int
+	donated int // parameters the program takes over (its donation pairs)
 }
 
 // Destroy implements compile_cache.Entry.
@@ -107,21 +108,20 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	for i, p := range prog.used {
 		args[i] = g.params[p]
 	}
-	tLaunch := time.Now()
-	results, ev, err := prog.exe.Execute(args, e.dev.cur)
+	var results []*pjrt.Buffer
+	l := launch{key: e.lastProg, ops: g.ops, device: e.dev.cur, donated: len(aliases)}
+	ev, err := e.execute(l, prog.exe, args, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
+		results = rs
+		replaced := make([]*pjrt.Buffer, 0, len(dst))
+		for i, st := range dst {
+			replaced = append(replaced, st.buf)
+			st.buf = rs[i]
+		}
+		return replaced
+	})
 	if err != nil {
 		return nil, fmt.Errorf("torchtpu: executing a graph of %d ops: %w", g.ops, err)
 	}
-	e.m.LaunchSeconds += time.Since(tLaunch).Seconds()
-	e.traceExecution(e.lastProg, g.ops, tLaunch, ev)
-	e.m.Executions++
-	e.m.DonatedBuffers += int64(len(aliases))
-	replaced := make([]*pjrt.Buffer, 0, len(dst))
-	for i, st := range dst {
-		replaced = append(replaced, st.buf)
-		st.buf = results[i]
-	}
-	e.track(ev, replaced)
 	if e.mode == ModeDebug {
 		if err := ev.Await(); err != nil {
 			return nil, fmt.Errorf("torchtpu: a graph of %d ops failed: %w", g.ops, err)
@@ -193,7 +193,7 @@ func (e *Engine) program(b *hlo.Builder, outs []*hlo.Value, aliases map[int]int)
 	if err != nil {
 		return nil, err
 	}
-	p := &program{exe: exe, used: used}
+	p := &program{exe: exe, used: used, donated: len(aliases)}
 	e.cache.Put(skey, p)
 	return p, nil
 }

@@ -14,6 +14,11 @@ import (
 // the input tensors' buffers by position, launches the executable and hands
 // back its results: no rule runs and no module text is rendered.
 type Program struct {
+	name    string // the compiled graph's name, for messages
+	key     string // "c:" and a hash of text: the program's name in traces
+	device  int    // the device it was captured on, where it runs
+	ops     int    // ops captured
+	first   []string
 	text    string
 	exe     *pjrt.Executable
 	sig     []inputSig
@@ -84,6 +89,16 @@ type MismatchError struct{ Reason string }
 
 func (e *MismatchError) Error() string {
 	return "torchtpu: compiled program inputs differ: " + e.Reason
+}
+
+// flushCtx describes p for the messages and events of its compile.
+func (p *Program) flushCtx() flushCtx {
+	return flushCtx{reason: "compiled graph", ops: p.ops, first: p.first, compiled: p.name}
+}
+
+// launch describes a launch of p for the launch bookkeeping.
+func (p *Program) launch() launch {
+	return launch{key: p.key, what: "compiled " + p.name, ops: p.ops, device: p.device, donated: len(p.donated)}
 }
 
 // release frees the program's own buffers.
@@ -159,15 +174,23 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 		if err != nil {
 			return nil, fmt.Errorf("torchtpu: compiled program input %d: %w", i, err)
 		}
-		if st.pending != nil {
+		if st.device != p.device {
+			return nil, &MismatchError{fmt.Sprintf("input %d is on tpu:%d, the program was captured on tpu:%d", i, st.device, p.device)}
+		}
+		sts[i] = st
+	}
+	if err := e.useDevice(p.device); err != nil {
+		return nil, err
+	}
+	for i, t := range inputs {
+		if sts[i].pending != nil {
 			if err := e.flush(); err != nil {
 				return nil, err
 			}
 		}
-		if err := e.materialize(st, t.DType); err != nil {
+		if err := e.materialize(sts[i], t.DType); err != nil {
 			return nil, err
 		}
-		sts[i] = st
 	}
 	first := map[uint64]int{}
 	for i, t := range inputs {
@@ -182,9 +205,9 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 		return nil, err
 	}
 	args := make([]*pjrt.Buffer, len(p.binds))
-	var seedBufs []*pjrt.Buffer
+	var scalarBufs []*pjrt.Buffer
 	defer func() {
-		for _, b := range seedBufs {
+		for _, b := range scalarBufs {
 			b.Destroy()
 		}
 	}()
@@ -201,43 +224,47 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 			} else {
 				v = seeds[b.index]
 			}
-			buf, err := e.client.BufferFromHost(encodeInt(v, hlo.S64), pjrt.S64, nil, 0)
+			buf, err := e.client.BufferFromHost(encodeInt(v, hlo.S64), pjrt.S64, nil, p.device)
 			if err != nil {
 				return nil, fmt.Errorf("torchtpu: uploading a scalar input: %w", err)
 			}
-			seedBufs = append(seedBufs, buf)
+			scalarBufs = append(scalarBufs, buf)
 			args[k] = buf
 		}
 	}
-	results, ev, err := p.exe.Execute(args, 0)
-	if err != nil {
-		return nil, fmt.Errorf("torchtpu: executing a compiled program: %w", err)
-	}
-	e.m.Executions++
-	var replaced []*pjrt.Buffer
-	defer func() { e.track(ev, replaced) }()
-	var outs []OutTensor
-	for k, r := range p.results {
-		switch r.kind {
-		case resultFresh:
-			n := numel(r.shape) * int64(r.dtype.Size())
-			addr, err := e.newStorage(n, 0)
-			if err != nil {
-				for _, b := range results[k:] {
-					b.Destroy()
-				}
-				return nil, err
-			}
-			st := e.storages[addr]
-			st.shaped, st.dtype, st.shape, st.buf = true, r.dtype, r.shape, results[k]
-			outs = append(outs, OutTensor{Addr: addr, NBytes: n, DType: r.dtype, Sizes: r.shape})
-		case resultInput:
-			st := sts[r.index]
-			replaced = append(replaced, st.buf)
-			st.buf = results[k]
-		default:
-			results[k].Destroy()
+	var fresh []OutTensor
+	for _, r := range p.results {
+		if r.kind == resultFresh {
+			fresh = append(fresh, OutTensor{NBytes: numel(r.shape) * int64(r.dtype.Size()), DType: r.dtype, Sizes: r.shape})
 		}
+	}
+	freshSts, outs, err := e.newResults(fresh)
+	if err != nil {
+		return nil, err
+	}
+	_, err = e.execute(p.launch(), p.exe, args, func(results []*pjrt.Buffer) []*pjrt.Buffer {
+		var replaced []*pjrt.Buffer
+		n := 0
+		for k, r := range p.results {
+			switch r.kind {
+			case resultFresh:
+				freshSts[n].buf = results[k]
+				n++
+			case resultInput:
+				st := sts[r.index]
+				replaced = append(replaced, st.buf)
+				st.buf = results[k]
+			default:
+				replaced = append(replaced, results[k])
+			}
+		}
+		return replaced
+	})
+	if err != nil {
+		for _, st := range freshSts {
+			e.freeStorage(st)
+		}
+		return nil, fmt.Errorf("torchtpu: executing compiled %s on tpu:%d: %w", p.name, p.device, err)
 	}
 	return outs, nil
 }

@@ -31,7 +31,7 @@ func TestCaptureAndReplay(t *testing.T) {
 	x := win(0)
 	zaddr, zvals := storageOf(t, e, []int64{3})
 	z := &TensorDesc{Addr: zaddr, DType: dispatch.Float32, Sizes: []int64{3}, Strides: []int64{1}}
-	if err := e.CaptureBegin([]*TensorDesc{x, z}); err != nil {
+	if err := e.CaptureBegin("test graph", []*TensorDesc{x, z}); err != nil {
 		t.Fatal(err)
 	}
 	execs := e.m.Executions
@@ -98,7 +98,7 @@ func TestCaptureAbortsOnHostRead(t *testing.T) {
 	e := newTestEngine(t, ModeStrict)
 	addr, vals := storageOf(t, e, []int64{4})
 	x := &TensorDesc{Addr: addr, DType: dispatch.Float32, Sizes: []int64{4}, Strides: []int64{1}}
-	if err := e.CaptureBegin([]*TensorDesc{x}); err != nil {
+	if err := e.CaptureBegin("test graph", []*TensorDesc{x}); err != nil {
 		t.Fatal(err)
 	}
 	outs, err := e.Op("aten::mul.Tensor", []dispatch.Arg{tensorArg(x), tensorArg(x)})

@@ -24,6 +24,7 @@ type TraceEvent struct {
 	Key    string `json:"key,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	Device int    `json:"device"` // execute: the device the program ran on
 }
 
 // tracer is the bounded in-memory event buffer. Recording costs one atomic
@@ -114,22 +115,35 @@ func (e *Engine) span(kind, name string, t0 time.Time, ev TraceEvent) {
 	e.tr.record(ev)
 }
 
-// traceExecution records a launch of program key (ops ops) that started at
-// t0 and asks the plugin for its completion time. The device time of
-// executions traced this way is added to the metrics.
-func (e *Engine) traceExecution(key string, ops int, t0 time.Time, ev *pjrt.Event) {
+// traceExecution records launch l, which started at t0, and asks the plugin
+// for its completion time (ev nil: the launch has finished, so it completes
+// now). The device time of executions traced this way is added to the
+// metrics.
+func (e *Engine) traceExecution(l launch, t0 time.Time, ev *pjrt.Event) {
 	if !e.tracing() {
 		return
 	}
 	t := &e.tr
-	i := t.record(TraceEvent{Kind: "execute", Name: "execute", Start: t0.UnixNano(),
-		Dur: time.Since(t0).Nanoseconds(), Ops: ops, Key: key})
+	now := time.Now()
+	rec := TraceEvent{Kind: "execute", Name: "execute", Start: t0.UnixNano(), Dur: now.Sub(t0).Nanoseconds(),
+		Ops: l.ops, Key: l.key, Detail: l.what, Device: l.device}
+	if ev == nil {
+		rec.Done = now.UnixNano()
+	}
+	i := t.record(rec)
 	if i < 0 {
 		return
 	}
 	t.mu.Lock()
 	gen := t.gen
+	if ev == nil {
+		t.devNanos.Add(rec.Done - max(rec.Start, t.lastDone))
+		t.lastDone = rec.Done
+	}
 	t.mu.Unlock()
+	if ev == nil {
+		return
+	}
 	t.inFlight.Add(1)
 	err := ev.OnReady(func(now int64, _ error) {
 		t.mu.Lock()

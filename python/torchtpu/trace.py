@@ -29,6 +29,11 @@ def _fetch_events():
         size = needed
 
 
+def _device_tid(dev):
+    """The track of device dev's programs (tpu:0's is always there)."""
+    return _DEVICE_TID if dev == 0 else 100 + dev
+
+
 def _args(ev, *names):
     return {n: ev[n] for n in names if ev.get(n)}
 
@@ -36,8 +41,9 @@ def _args(ev, *names):
 def chrome_events(engine_events, ranges, t0_ns):
     """Chrome trace events of the engine's events and the host ranges, times relative to t0_ns.
 
-    Device work is laid out as one queue: an execution starts on the device when it was launched or
-    when the one before it finished, whichever is later, and ends at its completion event.
+    Each device's work is laid out as one queue on its own track ("tpu:N"): an execution starts on
+    the device when it was launched or when the one before it on that device finished, whichever
+    is later, and ends at its completion event.
     """
     pid = os.getpid()
     us = lambda ns: (ns - t0_ns) / 1000.0  # noqa: E731
@@ -47,7 +53,7 @@ def chrome_events(engine_events, ranges, t0_ns):
         {"ph": "M", "pid": pid, "tid": _DEVICE_TID, "name": "thread_name", "args": {"name": "tpu:0"}},
         {"ph": "M", "pid": pid, "tid": _USER_TID, "name": "thread_name", "args": {"name": "host (ranges)"}},
     ]
-    device_free = 0
+    device_free = {}
     for ev in sorted(engine_events, key=lambda e: e["start_ns"]):
         kind = ev["kind"]
         base = {"pid": pid, "cat": kind}
@@ -55,13 +61,17 @@ def chrome_events(engine_events, ranges, t0_ns):
             out.append({**base, "ph": "i", "s": "t", "tid": _HOST_TID, "name": ev["name"], "ts": us(ev["start_ns"])})
             continue
         name = "launch" if kind == "execute" else ev["name"]
-        args = _args(ev, "bytes", "ops", "key", "reason", "detail")
+        args = _args(ev, "bytes", "ops", "key", "reason", "detail", "device")
         out.append({**base, "ph": "X", "tid": _HOST_TID, "name": name, "ts": us(ev["start_ns"]),
                     "dur": ev["dur_ns"] / 1000.0, "args": args})
         if kind == "execute" and ev.get("done_ns"):
-            start = max(ev["start_ns"], device_free)
-            device_free = ev["done_ns"]
-            out.append({**base, "ph": "X", "tid": _DEVICE_TID, "name": f"program {ev.get('key', '').removeprefix('s:')[:12]}",
+            dev = ev.get("device", 0)
+            if dev not in device_free and dev != 0:
+                out.append({"ph": "M", "pid": pid, "tid": _device_tid(dev), "name": "thread_name",
+                            "args": {"name": f"tpu:{dev}"}})
+            start = max(ev["start_ns"], device_free.get(dev, 0))
+            device_free[dev] = ev["done_ns"]
+            out.append({**base, "ph": "X", "tid": _device_tid(dev), "name": f"program {ev.get('key', '').removeprefix('s:')[:12]}",
                         "ts": us(start), "dur": (ev["done_ns"] - start) / 1000.0,
                         "args": {**args, "device_us": (ev["done_ns"] - start) / 1000.0}})
     for name, start, end in ranges:

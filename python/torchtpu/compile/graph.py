@@ -45,7 +45,11 @@ class _Program:
             if o.kind == _Output.FRESH:
                 t = results[o.index]
                 if check:
-                    o.direct = tuple(t.shape) == o.sizes and t.is_contiguous() and o.offset == 0
+                    # The result is its storage's whole value, shaped as the storage. Handing it
+                    # out as is needs the captured view's exact geometry: a permuted view whose
+                    # sizes happen to equal the storage's shape (a square transpose) has other
+                    # strides, and would read the data in the wrong order.
+                    o.direct = tuple(t.shape) == o.sizes and t.stride() == o.strides and o.offset == 0
                 if not o.direct:
                     t = t.as_strided(o.sizes, o.strides, o.offset)
                 out.append(t)
@@ -82,6 +86,7 @@ class CompiledGraph:
         self._boxed_call = True  # an instance attribute: wrappers (functools.wraps) copy it
         self.gm = gm
         self.slot = slot
+        self.name = "frame {} graph {} {}".format(*slot)
         self.digest = hashlib.sha256(gm.code.encode()).hexdigest()[:16]
         self.dynamic = _is_dynamic(gm)
         self.programs = {}
@@ -105,14 +110,16 @@ class CompiledGraph:
                 tensors.append(a)
             elif isinstance(a, int | float | bool):
                 scalars.append(a)
-        key = (tuple(scalars), tuple(tuple(t.shape) for t in tensors)) if self.dynamic else tuple(scalars)
+        # A program runs on the device it was captured on: each device gets its own.
+        device = tensors[0].device.index if tensors else None
+        key = (device, tuple(scalars), tuple(tuple(t.shape) for t in tensors) if self.dynamic else ())
         mismatch = None
         for prog in self.programs.get(key, ()):
             results, mismatch = torch.ops.torchtpu.run_program(prog.handle, tensors)
             if not mismatch:
                 stats.bump("compiled_replays")
                 return prog.rebuild(results, tensors)
-        return self._capture(args, tensors, scalars, key, mismatch)
+        return self._capture(args, tensors, scalars, key, device, mismatch)
 
     def _eager(self, args):
         from ..modes import get_mode, mode
@@ -130,11 +137,11 @@ class CompiledGraph:
         self.fallback = reason
         stats.note_fallback(reason)
 
-    def _capture(self, args, tensors, scalars, key, mismatch):
+    def _capture(self, args, tensors, scalars, key, device, mismatch):
         from ..metrics import metrics
 
         before = metrics()["cpu_fallbacks"]
-        torch.ops.torchtpu.capture_begin(tensors)
+        torch.ops.torchtpu.capture_begin(tensors, self.name)
         try:
             outs = self.gm(*args)
         except BaseException:
@@ -177,6 +184,7 @@ class CompiledGraph:
             "dtypes": [str(t.dtype).removeprefix("torch.") for t in tensors],
             "graph": self.digest,
             "ints": tuple(scalars),
+            "device": device,
         }
         stats.note_program(self.slot, parts, mismatch or None)
         return outs

@@ -62,12 +62,14 @@ def _describe(parts):
 def note_program(slot, parts, layout_reason=None):
     """Count one new program of a compiled graph slot and explain, against the slot's previous
     program, which key part changed. parts: shapes, dtypes (per tensor input), graph (a digest),
-    ints (the integer inputs)."""
+    ints (the integer inputs), device (the inputs' tpu device index)."""
     prev = _last.get(slot)
     if layout_reason is not None:
         reason, detail = "layout", layout_reason
     elif prev is None:
         reason, detail = "new", "first program: " + _describe(parts)
+    elif prev.get("device") != parts.get("device"):
+        reason, detail = "device", f"inputs on tpu:{parts.get('device')}, the previous program's on tpu:{prev.get('device')}"
     elif prev["graph"] != parts["graph"]:
         reason, detail = "graph", "the graph's op sequence changed"
     elif len(prev["shapes"]) != len(parts["shapes"]):
