@@ -343,6 +343,10 @@ void apply_layout(at::Tensor& t, const ttpu_out& out, const ResultLayouts& ls, c
     return;
   }
   const size_t n = l.sizes.size();
+  const bool transposed = ls.orders[k].ndim > 0;
+  if (static_cast<size_t>(out.ndim) != n || (!transposed && !std::equal(l.sizes.begin(), l.sizes.end(), out.sizes))) {
+    return;  // the engine kept the result contiguous (its rank or sizes differ from the meta function's)
+  }
   // The engine wrote the result in memory order: its sizes are PyTorch's, outermost stride first.
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
