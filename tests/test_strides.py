@@ -33,6 +33,8 @@ def check_layout(fn, *args, atol=1e-5, rtol=1.3e-6):
         assert g.stride() == w.stride(), f"result {i}: strides {g.stride()} != CPU's {w.stride()}"
         need = (max((s - 1) * st for s, st in zip(g.shape, g.stride())) + 1 if g.dim() else 1) * g.element_size()
         assert g.untyped_storage().nbytes() >= need + g.storage_offset() * g.element_size()
+        if w.untyped_storage().nbytes() == need and w.storage_offset() == 0:  # a new dense result
+            assert g.untyped_storage().nbytes() == need and g.storage_offset() == 0, f"result {i}: storage size"
         torch.testing.assert_close(g.cpu(), w, atol=atol, rtol=rtol, equal_nan=True)
     return got
 
