@@ -100,14 +100,20 @@ func ttpu_has_rule(op *C.char) C.int32_t {
 }
 
 //export ttpu_op
-func ttpu_op(op *C.char, args *C.ttpu_arg, nargs C.int32_t, device C.int32_t, outs *C.ttpu_out, maxouts C.int32_t, nouts *C.int32_t, err *C.char, errlen C.int64_t) (status C.ttpu_status) {
+func ttpu_op(op *C.char, args *C.ttpu_arg, nargs C.int32_t, device C.int32_t, layouts *C.ttpu_layout, nlayouts C.int32_t, outs *C.ttpu_out, maxouts C.int32_t, nouts *C.int32_t, err *C.char, errlen C.int64_t) (status C.ttpu_status) {
 	*nouts = 0
 	name := C.GoString(op)
 	var resize *engine.ResizeError
 	noRule := false
 	status = guard(err, errlen, func() error {
 		goArgs := marshalArgs(unsafe.Slice(args, int(nargs)))
-		res, e := eng.OpOn(name, int(device), goArgs)
+		var res []engine.OutTensor
+		var e error
+		if nlayouts > 0 {
+			res, e = eng.OpOnLaidOut(name, int(device), goArgs, marshalLayouts(unsafe.Slice(layouts, int(nlayouts))))
+		} else {
+			res, e = eng.OpOn(name, int(device), goArgs)
+		}
 		if errors.Is(e, engine.ErrNoRule) {
 			noRule = true
 			return e

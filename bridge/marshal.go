@@ -73,3 +73,20 @@ func marshalArgs(cargs []C.ttpu_arg) []dispatch.Arg {
 	}
 	return args
 }
+
+// marshalLayouts copies the memory orders asked for an op's new results.
+func marshalLayouts(cl []C.ttpu_layout) [][]int64 {
+	out := make([][]int64, len(cl))
+	for k := range cl {
+		n := int(cl[k].ndim)
+		if n <= 0 || n > C.TTPU_MAX_DIMS {
+			continue
+		}
+		perm := make([]int64, n)
+		for i := range perm {
+			perm[i] = int64(cl[k].perm[i])
+		}
+		out[k] = perm
+	}
+	return out
+}

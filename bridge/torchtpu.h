@@ -84,7 +84,8 @@ typedef struct {
   const char* str;
 } ttpu_arg;
 
-/* ttpu_out is one new output tensor created by Go: a fresh contiguous storage. */
+/* ttpu_out is one new output tensor created by Go: a fresh dense storage, contiguous
+ * in sizes (the result's sizes, or permuted as a ttpu_layout asked). */
 typedef struct {
   uint64_t data;  /* storage base address; the shim owns it and calls ttpu_free */
   int64_t nbytes;
@@ -92,6 +93,17 @@ typedef struct {
   int32_t ndim;
   int64_t sizes[TTPU_MAX_DIMS];
 } ttpu_out;
+
+/* ttpu_layout is the memory order asked for one new result of ttpu_op: perm[0..ndim)
+ * lists its dimensions from the outermost in memory to the innermost (the order of
+ * PyTorch's strides for that result). The result's storage then holds the value in
+ * that order and ttpu_out.sizes gives the permuted sizes; ndim 0 (or an identity
+ * perm) keeps the result contiguous. */
+typedef struct {
+  int32_t ndim;
+  int32_t pad_;
+  int64_t perm[TTPU_MAX_DIMS];
+} ttpu_layout;
 
 /* The Go side includes the types only (cgo writes its own prototypes). */
 /* One event of a trace (ttpu_trace_stop_events). Times are nanoseconds since
@@ -138,9 +150,10 @@ int32_t ttpu_has_rule(const char* op);
  * TTPU_NEEDS_RESIZE, outs[k] holds the sizes each mutated out= argument must
  * have (in argument order); the caller resizes them and calls again. device is
  * the device the shim assigns the op (its tensors', a device argument's, or the
- * current one); new results are created there. */
-ttpu_status ttpu_op(const char* op, const ttpu_arg* args, int32_t nargs, int32_t device, ttpu_out* outs,
-                    int32_t maxouts, int32_t* nouts, char* err, int64_t errlen);
+ * current one); new results are created there. layouts[k] (k < nlayouts) is the
+ * memory order of new result k; layouts may be NULL when nlayouts is 0. */
+ttpu_status ttpu_op(const char* op, const ttpu_arg* args, int32_t nargs, int32_t device, const ttpu_layout* layouts,
+                    int32_t nlayouts, ttpu_out* outs, int32_t maxouts, int32_t* nouts, char* err, int64_t errlen);
 
 /* ttpu_from_host writes nbytes of contiguous host data (dst's dtype, dst's sizes) into the view dst. */
 ttpu_status ttpu_from_host(const ttpu_tensor* dst, const void* src, int64_t nbytes, char* err, int64_t errlen);

@@ -20,6 +20,7 @@ namespace {
 struct OpInfo {
   std::string name;
   bool to_go;  // Go has a rule and every return can be built from its outputs.
+  LayoutSource layout;  // how to find the strides PyTorch gives the results
 };
 
 const OpInfo& op_info(const c10::OperatorHandle& op) {
@@ -37,6 +38,9 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   OpInfo info;
   info.name = op_full_name(key);
   info.to_go = ttpu_has_rule(info.name.c_str()) != 0 && supported_by_go(op.schema());
+  if (info.to_go) {
+    info.layout = layout_source(op);
+  }
   std::unique_lock<std::shared_mutex> lock(mu);
   return cache.emplace(key, std::move(info)).first->second;
 }
@@ -102,7 +106,7 @@ std::string op_full_name(const c10::OperatorName& name) {
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   check_usable();
   const OpInfo& info = op_info(op);
-  if (info.to_go && run_op(info.name, op.schema(), stack)) {
+  if (info.to_go && run_op(info.name, op.schema(), stack, &info.layout)) {
     return;
   }
   run_on_cpu(op, info.name, stack);

@@ -52,7 +52,7 @@ void note_default_dtype(const ArgList& args) {
 
 }  // namespace
 
-ttpu_status call_go(const ArgList& args, std::vector<ttpu_out>& outs) {
+ttpu_status call_go(const ArgList& args, std::vector<ttpu_out>& outs, const std::vector<ttpu_layout>* orders) {
   check_usable();
   note_autograd_phase(args);
   note_default_dtype(args);
@@ -61,8 +61,10 @@ ttpu_status call_go(const ArgList& args, std::vector<ttpu_out>& outs) {
   thread_local std::vector<ttpu_out> scratch(kMaxOuts);
   int32_t nouts = 0;
   ErrBuf err;
-  ttpu_status st = ttpu_op(args.op().c_str(), args.data(), args.size(), args.device(), scratch.data(), kMaxOuts, &nouts,
-                           err.data(), err.len());
+  const ttpu_layout* layouts = orders != nullptr ? orders->data() : nullptr;
+  const int32_t nlayouts = orders != nullptr ? static_cast<int32_t>(orders->size()) : 0;
+  ttpu_status st = ttpu_op(args.op().c_str(), args.data(), args.size(), args.device(), layouts, nlayouts,
+                           scratch.data(), kMaxOuts, &nouts, err.data(), err.len());
   if (st == TTPU_OOM) {
     check(st, err, args.op().c_str());
   }

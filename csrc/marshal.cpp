@@ -197,15 +197,20 @@ void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stac
   }
 }
 
-bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::jit::Stack* stack) {
+bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::jit::Stack* stack,
+            const LayoutSource* layout) {
   const size_t nargs = schema.arguments().size();
+  std::shared_ptr<const ResultLayouts> layouts;
+  if (layout != nullptr) {
+    layouts = result_layouts(*layout, *stack);
+  }
   std::vector<ttpu_out> outs;
   c10::DeviceIndex device = 0;
   for (int attempt = 0;; ++attempt) {
     ArgList args(name);
     marshal_arguments(schema, *stack, args);
     device = args.device();
-    ttpu_status st = call_go(args, outs);
+    ttpu_status st = call_go(args, outs, layouts ? &layouts->orders : nullptr);
     if (st == TTPU_NO_RULE) {
       return false;
     }
@@ -241,20 +246,28 @@ bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::j
   results.reserve(returns.size());
   const size_t first = stack->size() - nargs;
   size_t next = 0;
+  auto wrap = [&]() {
+    const size_t k = next++;
+    at::Tensor t = wrap_out(outs[k], device);
+    if (layouts) {
+      apply_layout(t, outs[k], *layouts, name, k);
+    }
+    return t;
+  };
   for (const auto& r : returns) {
     int w = written_argument(schema, r);
     if (w >= 0) {
       results.push_back((*stack)[first + w]);
     } else if (is_tensor_type(r.type())) {
       TORCH_CHECK(next < outs.size(), "torchtpu: ", name, " returned too few outputs (", outs.size(), ")");
-      results.emplace_back(wrap_out(outs[next++], device));
+      results.emplace_back(wrap());
     } else {
       TORCH_CHECK(outs.size() >= singles, "torchtpu: ", name, " returned too few outputs (", outs.size(), ")");
       size_t count = outs.size() - singles;
       std::vector<at::Tensor> list;
       list.reserve(count);
       for (size_t j = 0; j < count; ++j) {
-        list.push_back(wrap_out(outs[next++], device));
+        list.push_back(wrap());
       }
       results.emplace_back(c10::IValue(list));
     }

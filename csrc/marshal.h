@@ -7,6 +7,7 @@
 #include <ATen/core/stack.h>
 
 #include "arg_list.h"
+#include "layout.h"
 
 namespace torchtpu {
 
@@ -18,6 +19,8 @@ void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stac
 
 // run_op calls ttpu_op for op on the stack's arguments, resizing out= arguments when Go asks,
 // and replaces the arguments with the results. Returns false (stack untouched) on TTPU_NO_RULE.
-bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::jit::Stack* stack);
+// With layout, new results carry the strides PyTorch gives them (layout.h); without, they are contiguous.
+bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::jit::Stack* stack,
+            const LayoutSource* layout = nullptr);
 
 }  // namespace torchtpu

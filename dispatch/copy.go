@@ -29,7 +29,8 @@ func convertTo(b *hlo.Builder, v *hlo.Value, from, to DType) *hlo.Value {
 	return b.Convert(v, to.Elem())
 }
 
-// clone is clone(self, *, memory_format): a fresh contiguous copy.
+// clone is clone(self, *, memory_format): a fresh copy of the values. The
+// memory order memory_format picks is the caller's (engine.OpOnLaidOut).
 func clone(c *Ctx) ([]*hlo.Value, error) { return []*hlo.Value{c.T(0)}, nil }
 
 func init() {

@@ -47,6 +47,7 @@ type Engine struct {
 	scalarOf    map[*pjrt.Buffer]scalarKey // the inverse of scalars
 	plans       map[hlo.Hash]*opPlan       // the strict fast path (fastpath.go)
 	sigBuf      []byte                     // scratch for opSignature
+	layouts     [][]int64                  // the memory order of the running op's new results (layout.go)
 	fusedPlans  map[hlo.Hash]*fusedPlan    // the fused fast path's plans by op signature
 	fusedLog    *fusedMark                 // the op being planned for the fused fast path, if any
 	noFusedPath bool                       // TORCHTPU_FUSED_FAST_PATH=0

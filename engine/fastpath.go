@@ -145,6 +145,7 @@ func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig 
 			addrs = append(addrs, t.Addr)
 		}
 	}
+	layoutsKey(u, e.layouts)
 	e.sigBuf = buf
 	return hlo.Hash{Lo: maphash.Bytes(sigSeed[0], buf), Hi: maphash.Bytes(sigSeed[1], buf)}, true
 }

@@ -24,8 +24,14 @@ func (e *Engine) HasRule(op string) bool {
 // new storages. The op runs on its tensors' device; an op without tpu
 // tensors runs on device (the current device when device is -1).
 func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTensor, err error) {
+	return e.opOn(op, device, args, nil)
+}
+
+func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]int64) (outs []OutTensor, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.layouts = layouts
+	defer func() { e.layouts = nil }()
 	t0 := time.Now()
 	defer func() { e.m.OpSeconds += time.Since(t0).Seconds() }()
 	if err := e.ready(); err != nil {
@@ -107,8 +113,8 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 	}
 	switch entry.Variant {
 	case dispatch.Functional:
-		for _, r := range results {
-			o, err := e.newOutput(r)
+		for k, r := range results {
+			o, err := e.newOutput(r, k)
 			if err != nil {
 				return nil, err
 			}
@@ -234,8 +240,10 @@ func (e *Engine) writeResult(d *TensorDesc, r *hlo.Value, what string) error {
 	return e.write(d, v)
 }
 
-// newOutput allocates a contiguous storage holding r as its pending value.
-func (e *Engine) newOutput(r *hlo.Value) (OutTensor, error) {
+// newOutput allocates a storage holding new result k, r, as its pending
+// value: contiguous, or in the memory order the caller asked for (layout.go).
+func (e *Engine) newOutput(r *hlo.Value, k int) (OutTensor, error) {
+	r = laidOut(e.g.b, r, e.outputOrder(k, len(r.T.Shape)))
 	d := dispatch.FromElem(r.T.Elem)
 	n := numel(r.T.Shape) * int64(d.Size())
 	addr, err := e.newStorage(n, e.dev.cur)

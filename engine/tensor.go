@@ -28,7 +28,9 @@ func (t *TensorDesc) Meta() dispatch.TensorMeta {
 
 func (t *TensorDesc) view() view { return view{offset: t.Offset, sizes: t.Sizes, strides: t.Strides} }
 
-// OutTensor is a new storage holding an op's result, contiguous.
+// OutTensor is a new storage holding an op's result. Sizes is the storage's
+// base shape: the result's sizes, permuted when the caller asked for a memory
+// order other than the contiguous one (OpOnLaidOut).
 type OutTensor struct {
 	Addr   uint64
 	NBytes int64

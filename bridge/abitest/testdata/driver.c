@@ -77,7 +77,7 @@ static ttpu_out binary(const char* name, const char* op, ttpu_tensor a, ttpu_ten
   ttpu_out outs[4];
   memset(outs, 0, sizeof outs);
   int32_t nouts = -1;
-  ttpu_status s = ttpu_op(op, args, nargs, 0, outs, 4, &nouts, err, sizeof err);
+  ttpu_status s = ttpu_op(op, args, nargs, 0, NULL, 0, outs, 4, &nouts, err, sizeof err);
   if (s != TTPU_OK) {
     printf("%s status=%d nouts=%d %s\n", name, s, nouts, err);
     memset(outs, 0, sizeof outs);
@@ -145,12 +145,12 @@ static void errors(void) {
 
   ttpu_out none[1];
   int32_t nouts = -1;
-  ttpu_status s = ttpu_op("aten::definitely_not_an_op", NULL, 0, 0, none, 1, &nouts, err, sizeof err);
+  ttpu_status s = ttpu_op("aten::definitely_not_an_op", NULL, 0, 0, NULL, 0, none, 1, &nouts, err, sizeof err);
   printf("no_rule status=%d has_rule=%d\n", s, ttpu_has_rule("aten::definitely_not_an_op"));
   printf("has_rule_add %d\n", ttpu_has_rule("aten::add.Tensor"));
 
   /* Two arguments promised, none given: a Go panic, which must come back as an error. */
-  s = ttpu_op("aten::add.Tensor", NULL, 2, 0, none, 1, &nouts, err, sizeof err);
+  s = ttpu_op("aten::add.Tensor", NULL, 2, 0, NULL, 0, none, 1, &nouts, err, sizeof err);
   printf("null_args status=%d %s\n", s, err);
 
   float small[2];
