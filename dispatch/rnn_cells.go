@@ -60,7 +60,9 @@ func gatesWithBias(c *Ctx, i, j int, acc hlo.Elem) *hlo.Value {
 }
 
 // onesLike returns 1 of x's type and shape.
-func onesLike(b *hlo.Builder, x *hlo.Value) *hlo.Value { return b.BroadcastTo(b.Scalar(x.T.Elem, 1), x.T.Shape) }
+func onesLike(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	return b.BroadcastTo(b.Scalar(x.T.Elem, 1), x.T.Shape)
+}
 
 // sigmoidSlope is s * (1 - s), the derivative of the sigmoid with value s.
 func sigmoidSlope(b *hlo.Builder, s *hlo.Value) *hlo.Value { return b.Mul(s, b.Sub(onesLike(b, s), s)) }

@@ -3,6 +3,8 @@ package dispatch
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -103,33 +105,49 @@ const (
 type Entry struct {
 	Rule    *Rule
 	Variant Variant
+	// Site is the file:line that registered the name (the op index, OPS.md, lists it).
+	Site string
 }
 
 var table = map[string]Entry{}
 
+// atenNames is the set of aten operator names of the torch the table was
+// built against (gen_aten_names.go); derived names outside it are not registered.
+var atenNames = func() map[string]bool {
+	m := make(map[string]bool, len(atenNameList))
+	for _, n := range atenNameList {
+		m[n] = true
+	}
+	return m
+}()
+
 // def registers a functional rule under name and derives its in-place name
-// (name with "_" after the base) and out= name ("<base>.out" unless given).
+// (name with "_" after the base) and out= name ("<base>.out" unless given);
+// a derived name is registered only where torch has that operator.
 func def(name string, fn Fn, outNames ...string) *Rule {
 	r := &Rule{Name: name, Fn: fn}
 	if old, dup := table[name]; dup && old.Variant == Functional {
 		panic("dispatch: two rules for " + name)
 	}
-	put(name, Entry{r, Functional})
+	site := callerSite()
+	put(name, Entry{r, Functional, site})
 	base, overload, _ := strings.Cut(name, ".")
 	inplace := base + "_"
 	if overload != "" {
 		inplace += "." + overload
 	}
-	if _, exists := table[inplace]; !exists {
-		put(inplace, Entry{r, Inplace})
+	if _, exists := table[inplace]; !exists && atenNames[inplace] {
+		put(inplace, Entry{r, Inplace, site})
 	}
 	if len(outNames) == 0 {
-		outNames = []string{base + ".out"}
+		if o := base + ".out"; atenNames[o] {
+			outNames = []string{o}
+		}
 	}
 	for _, o := range outNames {
 		if o != "" {
 			if _, exists := table[o]; !exists {
-				put(o, Entry{r, OutVariant})
+				put(o, Entry{r, OutVariant, site})
 			}
 		}
 	}
@@ -137,9 +155,18 @@ func def(name string, fn Fn, outNames ...string) *Rule {
 }
 
 // alias registers name as the same functional rule as an existing one.
-func alias(name string, r *Rule, v Variant) { put(name, Entry{r, v}) }
+func alias(name string, r *Rule, v Variant) { put(name, Entry{r, v, callerSite()}) }
 
 func put(name string, e Entry) { table[name] = e }
+
+// callerSite returns the file:line of the registration that called def or alias.
+func callerSite() string {
+	_, file, line, ok := runtime.Caller(2)
+	if !ok {
+		return "?"
+	}
+	return fmt.Sprintf("%s:%d", filepath.Base(file), line)
+}
 
 // Lookup finds the rule for a full overload name such as "aten::add.Tensor".
 func Lookup(name string) (Entry, bool) {
