@@ -57,3 +57,23 @@ def processes(script, *args, nproc=2, timeout=120):
             p.communicate()
         raise AssertionError(f"{script} {args} hung for {timeout}s") from None
     return results
+
+
+def torchrun_outcome(script, *args, nproc=2, timeout=120, env=None):
+    """Run script on nproc ranks under torchrun, whatever its exit code: returns (returncode,
+    output, seconds). On a hang the whole job (torchrun and its ranks) is killed and the test fails."""
+    import signal
+    import time
+
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
+           f"--master_port={free_port()}", os.path.join(HERE, script), *args]
+    start = time.monotonic()
+    p = subprocess.Popen(cmd, env=_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        raise AssertionError(f"{script} {args} hung for {timeout}s:\n{out[-6000:]}") from None
+    return p.returncode, out, time.monotonic() - start
