@@ -8,6 +8,7 @@ from ranks.launch import torchrun_outcome
 
 TIMEOUT = 10  # the process-group timeout of faults.py
 MARGIN = 5  # for a busy machine
+SOON = TIMEOUT - 2  # an error that does not wait for the timeout (a peer's exit takes a while when busy)
 LINE = re.compile(r"^rank (\d): ([\w-]+): (raised|returned) after ([\d.]+)s(?:: (\w+): (.*?))? \| holds (.*)$", re.M)
 
 
@@ -50,7 +51,9 @@ def test_a_rank_killed_mid_collective_is_an_error_not_unreduced_data():
     seen = outcomes(out)
     # Before: the in-flight all_reduce returned with rank 0's own input; only the next one raised.
     expect_error(seen, out, 0, "kill", r"^tpu_gloo allreduce failed: .*(Connection|Read error|closed|reset)",
-                 within=MARGIN)
+                 within=SOON)
+    # The future fails too (c10d and DDP's hooks see the error), its message wrapped by the callback that set it.
+    assert re.search(r"rank 0: kill-future: raised RuntimeError: .*tpu_gloo allreduce failed: ", out), out[-4000:]
     expect_error(seen, out, 0, "kill-next", r"^tpu_gloo allreduce failed: ", within=MARGIN)
     assert "rank 0: done" in out
 
@@ -59,7 +62,7 @@ def test_an_exception_on_one_rank_fails_the_others_collective():
     rc, out, _ = torchrun_outcome("faults.py", "tpu", "raise")
     assert rc != 0 and "ValueError: rank 1 fails before the all_reduce" in out, out[-4000:]
     expect_error(outcomes(out), out, 0, "raise", r"^tpu_gloo allreduce failed: .*(Connection|Read error|closed|reset)",
-                 within=MARGIN)
+                 within=SOON)
 
 
 def test_a_rank_that_never_joins_fails_the_others_collective_at_the_timeout():

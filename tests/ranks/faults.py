@@ -9,7 +9,8 @@ The checks run in order in one process group (10 s timeout):
   shapes  rank r all_reduces 4 + r elements
   after   a correct all_reduce (the group still works after the mismatches)
   kill    rank 1 is SIGKILLed right after it issued its all_reduce of 8M elements (0.5 s after
-          rank 0 started its own); rank 0 then tries a second all_reduce
+          rank 0 started its own); rank 0 waits on the future, then on the Work, then tries a
+          second all_reduce
   raise   rank 1 raises before the all_reduce (an uncaught exception ends it)
   stall   rank 1 raises before the all_reduce, catches it and sleeps past the timeout
 For each check a rank prints one line:
@@ -106,7 +107,20 @@ def run_check(check, rank, dev):
             time.sleep(0.5)  # rank 0 is inside its all_reduce by now
             dist.all_reduce(t, async_op=True)
             os.kill(os.getpid(), signal.SIGKILL)
-        attempt(rank, check, lambda: (dist.all_reduce(t), sync(dev)), t, given, want)
+        future = []
+
+        def run():
+            work = dist.all_reduce(t, async_op=True)
+            try:
+                work.get_future().wait()
+                future.append("returned")
+            except Exception as e:  # reported below
+                future.append(f"raised {type(e).__name__}: {' '.join(str(e).split())[:200]}")
+            work.wait()
+            sync(dev)
+
+        attempt(rank, check, run, t, given, want)
+        print(f"rank {rank}: kill-future: {future[0]}", flush=True)
         again = pattern(4, rank).to(dev)
         attempt(rank, "kill-next", lambda: (dist.all_reduce(again), sync(dev)), again, pattern(4, rank), None)
     elif check in ("raise", "stall"):

@@ -17,7 +17,7 @@ from torch._C._distributed_c10d import Backend as _C10dBackend
 from torch.futures import Future
 
 from .agreement import agree
-from .waiter import Waiter
+from .waiter import Waiter, settled
 from .work import RaisingWork
 
 _Red = dist.ReduceOp.RedOpType
@@ -126,9 +126,10 @@ class HostStagedBackend(_C10dBackend):
             work = start()
         except RuntimeError as e:
             raise RuntimeError(f"tpu_gloo {what}: {e}") from e
-        fut = Future()
-        self._waiter.put(what, work, plan, fut)
-        return RaisingWork(fut, what)
+        outcome = Future()
+        fut = settled(outcome)
+        self._waiter.put(what, work, plan, outcome)
+        return RaisingWork(fut, what, outcome)
 
     def _agree(self, what, tensors, root=None, op=None):
         agree(self._gloo, self.rank(), what, tensors, root=root, op=op)

@@ -49,9 +49,10 @@ class Waiter:
             _running.add(self)
         self._thread.start()
 
-    def put(self, what, work, plan, fut):
-        """Queue gloo's work for a collective whose future fut completes with plan.finish()."""
-        self._queue.put((what, work, plan, fut))
+    def put(self, what, work, plan, outcome):
+        """Queue gloo's work for a collective; outcome (see settled) completes with
+        (True, plan.finish()) or (False, the error)."""
+        self._queue.put((what, work, plan, outcome))
 
     def stop(self):
         """End the thread once it has completed every queued collective (waiting at most
@@ -69,18 +70,33 @@ class Waiter:
             item = self._queue.get()
             if item is _STOP:
                 return
-            what, work, plan, fut = item
+            what, work, plan, outcome = item
             del item
             try:
                 work.wait()
             except Exception as e:  # a peer died, the group timed out or disagreed
-                fut.set_exception(RuntimeError(f"tpu_gloo {what} failed: {e}"))
+                outcome.set_result((False, RuntimeError(f"tpu_gloo {what} failed: {e}")))
                 continue
             finally:
                 del work
             try:
                 result = plan.finish()
             except Exception as e:
-                fut.set_exception(RuntimeError(f"tpu_gloo {what}: copying the result to the device failed: {e}"))
+                outcome.set_result((False, RuntimeError(f"tpu_gloo {what}: copying the result to the device failed: {e}")))
                 continue
-            fut.set_result(result)
+            outcome.set_result((True, result))
+
+
+def _settle(outcome):
+    ok, value = outcome.value()
+    if not ok:
+        raise value
+    return value
+
+
+def settled(outcome):
+    """The future of a collective whose outcome future completes with (ok, value): it holds the
+    value, or fails with the error. Future.set_exception would not do: it stores the error as a
+    value that only the Python object it was called on raises, so c10d and every other wrapper
+    of the same future saw a success; an error raised in a callback fails the future itself."""
+    return outcome.then(_settle)

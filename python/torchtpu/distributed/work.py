@@ -24,10 +24,11 @@ class RaisingWork(dist.Work):
     """A Work done when its future is: wait() returns True once the future holds a value and
     raises the future's error when it holds one."""
 
-    def __init__(self, fut, what):
+    def __init__(self, fut, what, outcome=None):
         super().__init__()
         self._fut = fut
         self._what = what
+        self._outcome = outcome  # (ok, value) when known: the error without the callback's wrapping
 
     def wait(self, timeout=None):
         limit = _seconds(timeout)
@@ -39,7 +40,14 @@ class RaisingWork(dist.Work):
                 if time.monotonic() >= deadline:
                     raise RuntimeError(f"tpu_gloo {self._what}: not finished after {limit:g}s")
                 time.sleep(0.001)
-        self._fut.wait()  # raises the collective's error
+        try:
+            self._fut.wait()
+        except Exception as e:
+            if self._outcome is not None and self._outcome.done():
+                ok, error = self._outcome.value()
+                if not ok:
+                    raise error from None
+            raise e
         return True
 
     def get_future(self):
