@@ -25,14 +25,8 @@ def free_port():
 
 def torchrun(script, *args, nproc=2, timeout=240, env=None):
     """Run script on nproc ranks under torchrun; returns its combined output, asserting exit code 0."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
-           f"--master_port={free_port()}", os.path.join(HERE, script), *args]
-    try:
-        p = subprocess.run(cmd, env=_env(env), capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        raise AssertionError(f"{script} {args} hung for {timeout}s:\n{e.stdout}\n{e.stderr}") from None
-    out = p.stdout + p.stderr
-    assert p.returncode == 0, f"{script} {args} failed with {p.returncode}:\n{out[-6000:]}"
+    rc, out, _ = torchrun_outcome(script, *args, nproc=nproc, timeout=timeout, env=env)
+    assert rc == 0, f"{script} {args} failed with {rc}:\n{out[-6000:]}"
     return out
 
 
@@ -57,3 +51,47 @@ def processes(script, *args, nproc=2, timeout=120):
             p.communicate()
         raise AssertionError(f"{script} {args} hung for {timeout}s") from None
     return results
+
+
+def torchrun_outcome(script, *args, nproc=2, timeout=120, env=None):
+    """Run script on nproc ranks under torchrun, whatever its exit code: returns (returncode,
+    output, seconds). On a hang the whole job (torchrun, its ranks and their children) is killed and
+    the test fails."""
+    import signal
+    import time
+
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
+           f"--master_port={free_port()}", os.path.join(HERE, script), *args]
+    start = time.monotonic()
+    p = subprocess.Popen(cmd, env=_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # torchrun starts each rank in a session of its own: kill the whole tree, ranks first.
+        for pid in _descendants(p.pid) + [p.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        out, _ = p.communicate(timeout=30)
+        raise AssertionError(f"{script} {args} hung for {timeout}s:\n{out[-6000:]}") from None
+    return p.returncode, out, time.monotonic() - start
+
+
+def _descendants(pid):
+    """The pids of every process below pid (read from /proc)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found

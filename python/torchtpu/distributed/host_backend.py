@@ -3,23 +3,24 @@
 The CPU PJRT plugin cannot run an XLA collective across processes, so every collective here copies
 its tpu inputs to host memory, runs the matching gloo collective asynchronously, and copies the
 results back into the tpu outputs when gloo finishes; the Work's future completes after that copy
-and holds the output tensors. Reductions gloo lacks are built around it: AVG is a SUM divided by
-the group size, PREMUL_SUM multiplies by its factor before a SUM.
+and holds the output tensors. A collective that fails leaves its tpu outputs as they were (gloo
+only ever wrote the host copies) and raises from the Work's wait() and its future. Every group
+collective first checks that all ranks called it alike (agreement.py). Reductions gloo lacks are
+built around it: AVG is a SUM divided by the group size, PREMUL_SUM multiplies by its factor
+before a SUM.
 """
-
-import queue
-import threading
 
 import torch
 import torch.distributed as dist
 from torch._C import _distributed_c10d as _c10d
 from torch._C._distributed_c10d import Backend as _C10dBackend
-from torch._C._distributed_c10d import _create_work_from_future
 from torch.futures import Future
 
+from .agreement import agree
+from .waiter import Waiter, settled
+from .work import RaisingWork
+
 _Red = dist.ReduceOp.RedOpType
-_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
-           torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128]
 
 
 # traffic counts what this process handed to gloo: collectives issued and their input bytes.
@@ -36,6 +37,11 @@ def _staging(t):
     return torch.empty(t.shape, dtype=t.dtype)
 
 
+def _dtype_only(t):
+    """A stand-in for t in an agreement that checks its dtype alone."""
+    return torch.empty(0, dtype=t.dtype)
+
+
 def _count(tensors):
     traffic["collectives"] += 1
     traffic["bytes"] += sum(t.numel() * t.element_size() for t in tensors)
@@ -44,7 +50,7 @@ def _count(tensors):
 def _values(done, result):
     """result, once every future in done has a value (raising the first failure)."""
     for f in done.value():
-        f.value()
+        f.wait()
     return result
 
 
@@ -75,11 +81,17 @@ class HostStagedBackend(_C10dBackend):
         prefixed = dist.PrefixStore("tpu_gloo/", store)
         self._gloo = dist.ProcessGroupGloo(prefixed, rank, size, timeout)
         self._size = size
-        self._pending = queue.SimpleQueue()
-        threading.Thread(target=self._wait_loop, name="tpu_gloo-waiter", daemon=True).start()
+        self._waiter = Waiter("tpu_gloo-waiter")
 
     def getBackendName(self):
         return "tpu_gloo"
+
+    def shutdown(self):
+        """Called by destroy_process_group: end the waiter thread before the interpreter can finalize."""
+        self._waiter.stop()
+
+    def abort(self):
+        self._waiter.stop()
 
     # Every collective is issued on its own (c10d's coalescing manager batches them for us).
     @property
@@ -108,62 +120,31 @@ class HostStagedBackend(_C10dBackend):
     def _launch(self, what, start, plan):
         """Run start() (a gloo Work) and return a Work whose future completes after plan.finish().
 
-        gloo's own futures report success even when a peer died, so the waiter thread waits on
-        each gloo Work (which raises then) in issue order and completes the future itself."""
+        The waiter thread waits on each gloo Work in issue order (its wait raises when the
+        collective failed) and completes the future with the result or the error."""
         try:
             work = start()
         except RuntimeError as e:
             raise RuntimeError(f"tpu_gloo {what}: {e}") from e
-        fut = Future()
-        self._pending.put((what, work, plan, fut))
-        return _create_work_from_future(fut)
+        outcome = Future()
+        fut = settled(outcome)
+        self._waiter.put(what, work, plan, outcome)
+        return RaisingWork(fut, what, outcome)
 
-    def _wait_loop(self):
-        while True:
-            what, work, plan, fut = self._pending.get()
-            try:
-                work.wait()
-            except Exception as e:  # a peer died or timed out
-                fut.set_exception(RuntimeError(f"tpu_gloo {what} failed: {e}"))
-                continue
-            try:
-                fut.set_result(plan.finish())
-            except Exception as e:
-                fut.set_exception(RuntimeError(f"tpu_gloo {what}: copying the result to the device failed: {e}"))
-
-    def _agree(self, what, tensors):
-        """Raise on every rank unless all ranks passed tensors of the same shapes and dtypes.
-
-        gloo reduces mismatched buffers without a word, so a small MAX all-reduce of each rank's
-        signature and its negation comes first: the two agree only when every rank's does."""
-        sig = [len(tensors)]
-        for t in tensors:
-            sig += [t.dim(), _DTYPES.index(t.dtype) if t.dtype in _DTYPES else 99, *t.shape]
-        sig = sig[:64] + [0] * (64 - len(sig[:64]))
-        both = torch.tensor(sig + [-v for v in sig], dtype=torch.int64)
-        o = _c10d.AllreduceOptions()
-        o.reduceOp = dist.ReduceOp.MAX
-        try:
-            self._gloo.allreduce([both], o).wait()
-        except RuntimeError as e:
-            raise RuntimeError(f"tpu_gloo {what} failed: {e}") from e
-        if not torch.equal(both[:64], -both[64:]):
-            shapes = ", ".join(f"{list(t.shape)} {t.dtype}" for t in tensors)
-            raise RuntimeError(
-                f"tpu_gloo {what}: the ranks passed tensors of different shapes or dtypes "
-                f"(rank {self.rank()} passed {shapes})")
+    def _agree(self, what, tensors, root=None, op=None):
+        agree(self._gloo, self.rank(), what, tensors, root=root, op=op)
 
     @staticmethod
-    def _chain(works, result):
-        """One Work for several: done when all are, holding result."""
+    def _chain(works, result, what):
+        """One Work for several: done when all are, holding result (or the first failure)."""
         futs = [w.get_future() for w in works]
-        return _create_work_from_future(torch.futures.collect_all(futs).then(lambda f: _values(f, result)))
+        return RaisingWork(torch.futures.collect_all(futs).then(lambda f: _values(f, result)), what)
 
     # -- reductions ------------------------------------------------------------------------
 
     def allreduce(self, tensors, opts):
         _count(tensors)
-        self._agree("allreduce", tensors)
+        self._agree("allreduce", tensors, op=opts.reduceOp)
         hosts = [_host(t) for t in tensors]
         op, div = self._op(opts.reduceOp, hosts, "allreduce")
         o = _c10d.AllreduceOptions()
@@ -173,6 +154,7 @@ class HostStagedBackend(_C10dBackend):
 
     def allreduce_coalesced(self, tensors, opts):
         _count(tensors)
+        self._agree("allreduce_coalesced", tensors, op=opts.reduceOp)
         hosts = [_host(t) for t in tensors]
         op, div = self._op(opts.reduceOp, hosts, "allreduce_coalesced")
         o = _c10d.AllreduceCoalescedOptions()
@@ -182,7 +164,7 @@ class HostStagedBackend(_C10dBackend):
 
     def reduce(self, tensors, opts):
         _count(tensors)
-        self._agree("reduce", tensors)
+        self._agree("reduce", tensors, root=opts.rootRank, op=opts.reduceOp)
         hosts = [_host(t) for t in tensors]
         op, div = self._op(opts.reduceOp, hosts, "reduce")
         o = _c10d.ReduceOptions()
@@ -192,7 +174,7 @@ class HostStagedBackend(_C10dBackend):
 
     def reduce_scatter(self, outputs, input_lists, opts):
         _count([t for ts in input_lists for t in ts])
-        self._agree("reduce_scatter", list(outputs))
+        self._agree("reduce_scatter", list(outputs), op=opts.reduceOp)
         hosts_in = [[_host(t) for t in ts] for ts in input_lists]
         hosts_out = [_staging(t) for t in outputs]
         op, div = self._op(opts.reduceOp, [h for hs in hosts_in for h in hs], "reduce_scatter")
@@ -203,7 +185,7 @@ class HostStagedBackend(_C10dBackend):
 
     def reduce_scatter_single(self, output, input, opts):
         _count([input])
-        self._agree("reduce_scatter_tensor", [output, input])
+        self._agree("reduce_scatter_tensor", [output, input], op=opts.reduceOp)
         host_in, host_out = _host(input), _staging(output)
         op, div = self._op(opts.reduceOp, [host_in], "reduce_scatter_tensor")
         o = _c10d.ReduceScatterOptions()
@@ -213,13 +195,13 @@ class HostStagedBackend(_C10dBackend):
 
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts):
         works = [self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs)]
-        return self._chain(works, outputs)
+        return self._chain(works, outputs, "reduce_scatter_tensor")
 
     # -- data movement ---------------------------------------------------------------------
 
     def broadcast(self, tensors, opts):
         _count(tensors)
-        self._agree("broadcast", tensors)
+        self._agree("broadcast", tensors, root=opts.rootRank)
         root = self.rank() == opts.rootRank
         hosts = [_host(t) if root else _staging(t) for t in tensors]
         o = _c10d.BroadcastOptions()
@@ -238,7 +220,7 @@ class HostStagedBackend(_C10dBackend):
 
     def allgather_coalesced(self, output_lists, inputs, opts):
         works = [self.allgather([outs], [i], opts) for outs, i in zip(output_lists, inputs)]
-        return self._chain(works, output_lists)
+        return self._chain(works, output_lists, "allgather")
 
     def all_gather_single(self, output, input, opts):
         _count([input])
@@ -250,10 +232,11 @@ class HostStagedBackend(_C10dBackend):
 
     def all_gather_single_coalesced(self, outputs, inputs, opts):
         works = [self.all_gather_single(o, i, opts) for o, i in zip(outputs, inputs)]
-        return self._chain(works, outputs)
+        return self._chain(works, outputs, "all_gather_into_tensor")
 
     def gather(self, output_lists, inputs, opts):
         _count(inputs)
+        self._agree("gather", list(inputs), root=opts.rootRank)
         hosts_in = [_host(t) for t in inputs]
         hosts_out = [[_staging(t) for t in ts] for ts in output_lists]
         o = _c10d.GatherOptions()
@@ -263,6 +246,7 @@ class HostStagedBackend(_C10dBackend):
 
     def scatter(self, outputs, input_lists, opts):
         _count([t for ts in input_lists for t in ts])
+        self._agree("scatter", list(outputs), root=opts.rootRank)
         hosts_in = [[_host(t) for t in ts] for ts in input_lists]
         hosts_out = [_staging(t) for t in outputs]
         o = _c10d.ScatterOptions()
@@ -272,6 +256,8 @@ class HostStagedBackend(_C10dBackend):
 
     def all_to_all_single(self, output, input, output_splits, input_splits, opts):
         _count([input])
+        # The splits may differ between ranks: only the kind and dtype must agree.
+        self._agree("all_to_all_single", [_dtype_only(input)])
         host_in, host_out = _host(input), _staging(output)
         return self._launch(
             "all_to_all_single",
@@ -283,6 +269,7 @@ class HostStagedBackend(_C10dBackend):
         _count(inputs)
         if len({t.dtype for t in list(outputs) + list(inputs)}) > 1:
             raise ValueError("tpu_gloo all_to_all: every input and output tensor must have the same dtype")
+        self._agree("all_to_all", [_dtype_only(inputs[0])])
         host_in = torch.cat([_host(t).reshape(-1) for t in inputs])
         host_out = torch.empty(sum(t.numel() for t in outputs), dtype=outputs[0].dtype)
         in_splits = [t.numel() for t in inputs]
@@ -294,6 +281,7 @@ class HostStagedBackend(_C10dBackend):
             _Plan(list(zip(outputs, pieces)), outputs))
 
     def barrier(self, opts):
+        self._agree("barrier", [])
         return self._launch("barrier", lambda: self._gloo.barrier(_c10d.BarrierOptions()), _Plan([], []))
 
     def send(self, tensors, dst, tag):
