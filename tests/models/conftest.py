@@ -1,8 +1,14 @@
 """The zoo's tiers: tests marked zoo_full (generation, autocast) run only with TORCHTPU_ZOO=full (make
 test-models); without it they are deselected, not skipped, and every training test runs one step."""
+import os
+
 import pytest
 
-from harness import FULL
+# The zoo builds every model from a config with random weights: nothing may come from the network.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+from harness import FULL  # noqa: E402
 
 
 def pytest_configure(config):

@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 from timm.models.convnext import ConvNeXt
 
-from harness import MODES, Case, compare_training
+from harness import FULL, MODES, Case, compare_training
 
 
 def build():
@@ -24,6 +24,13 @@ def loss(model, b):
 CONVNEXT = Case("convnext", build, batch, loss)
 
 
-@pytest.mark.parametrize("mode", MODES)
+# Known defect: under torch.compile the second step's graph is recaptured for a new layout (counted as `layout`),
+# and that program's gradients are wrong (stages.0.blocks.0.conv_dw.weight off by 1.4 relative, 15 parameters
+# past tolerance) while the loss stays right. The first step is right, so only the full tier sees it.
+COMPILE_LAYOUT = pytest.mark.xfail(FULL, strict=True, reason="torch.compile: wrong ConvNeXt gradients after a "
+                                   "layout recompile (known defect, fixed separately)")
+
+
+@pytest.mark.parametrize("mode", [m if m != "compile" else pytest.param(m, marks=COMPILE_LAYOUT) for m in MODES])
 def test_convnext_trains_like_cpu(mode):
     compare_training(CONVNEXT, mode)
