@@ -5,8 +5,9 @@ A zoo case names a model family's builder (a seeded, small, randomly initialized
 `compare_training` runs it on CPU eager (the reference, computed once per case and step count) and on tpu in one
 mode: "strict", "fused", or "compile" (strict mode with the model wrapped in torch.compile(backend="tpu")).
 It asserts, per step, the relative loss gap and the relative error of every parameter's gradient; every
-parameter after the last step against CPU's AdamW fed tpu's gradients; and no CPU fallback over the whole run. The default selection trains one step; `TORCHTPU_ZOO=full` (make test-models)
-trains FULL_STEPS steps and selects the tests marked `zoo_full` (generation, autocast).
+parameter after the last step against CPU's AdamW fed tpu's gradients; and no CPU fallback over the whole run.
+The default selection trains one step; `TORCHTPU_ZOO=full` (make test-models) trains FULL_STEPS steps and
+selects the tests marked `zoo_full` (generation, autocast).
 
 With TORCHTPU_ZOO_REPORT=FILE each tpu run appends one JSON line to FILE (gaps, worst parameter, programs
 compiled, step times against CPU eager); tests/models/table.py turns the lines into a table.

@@ -8,7 +8,7 @@ import sys
 
 def main(path):
     rows = [json.loads(line) for line in open(path) if line.strip()]
-    print("| model | mode | steps | loss gap | worst gradient error (parameter) | parameters after | CPU fallbacks "
+    print("| model | mode | steps | loss gap | worst gradient error (parameter) | AdamW vs CPU's | CPU fallbacks "
           "| XLA programs (compiled graphs) | first step s | steady step s | CPU eager step s | steady / CPU |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
