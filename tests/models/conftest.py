@@ -8,7 +8,7 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-from harness import FULL  # noqa: E402
+from .harness import FULL  # noqa: E402
 
 
 def pytest_configure(config):

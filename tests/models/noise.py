@@ -9,18 +9,17 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import FULL_STEPS, compare_dtypes  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from models.harness import FULL_STEPS, compare_dtypes  # noqa: E402
 
-CASES = {"gpt2": ("test_gpt2", "GPT2"), "bert": ("test_bert", "BERT"), "t5": ("test_t5", "T5"),
-         "llama": ("test_llama", "LLAMA"), "resnet18": ("test_resnet", "RESNET"), "vit": ("test_vit", "VIT"),
-         "convnext": ("test_convnext", "CONVNEXT")}
+CASES = {"gpt2": ("gpt2", "GPT2"), "bert": ("bert", "BERT"), "t5": ("t5", "T5"), "llama": ("llama", "LLAMA"),
+         "resnet18": ("resnet", "RESNET"), "vit": ("vit", "VIT"), "convnext": ("convnext", "CONVNEXT")}
 
 
 def main(names):
     for name in names or CASES:
         module, attr = CASES[name]
-        case = getattr(importlib.import_module(module), attr)
+        case = getattr(importlib.import_module("models.test_" + module), attr)
         for step, (loss_gap, worst, where) in enumerate(compare_dtypes(case, FULL_STEPS)):
             print(f"{name:9s} step {step}: loss gap {loss_gap:.2e}, worst gradient {worst:.2e} ({where})", flush=True)
 

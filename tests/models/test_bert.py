@@ -3,7 +3,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-from harness import MODES, Case, compare_training
+from .harness import MODES, Case, compare_training
 
 VOCAB, SEQ, BATCH = 128, 16, 2
 

@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 from timm.models.convnext import ConvNeXt
 
-from harness import FULL, MODES, Case, compare_training
+from .harness import FULL, MODES, Case, compare_training
 
 
 def build():

@@ -3,7 +3,7 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from harness import MODES, Case, compare_generation, compare_training
+from .harness import MODES, Case, compare_generation, compare_training
 
 VOCAB, SEQ, BATCH = 128, 16, 2
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from harness import MODES, Case, compare_generation, compare_training
+from .harness import MODES, Case, compare_generation, compare_training
 
 VOCAB, SEQ, BATCH = 128, 16, 2
 

@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
-from harness import MODES, Case, compare_training
+from .harness import MODES, Case, compare_training
 
 
 def build():

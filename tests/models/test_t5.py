@@ -4,7 +4,7 @@ import pytest
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
-from harness import MODES, Case, compare_generation, compare_training
+from .harness import MODES, Case, compare_generation, compare_training
 
 VOCAB, SRC, TGT, BATCH = 128, 12, 8, 2
 
