@@ -26,10 +26,11 @@ def loss(model, b):
 
 
 GPT2 = Case("gpt2", build, batch, loss)
-# bf16 autocast on both sides: CPU's bf16 kernels and XLA's round at different points (CPU's matmul accumulates
-# in float32 and rounds once; so does XLA's dot, but fused elementwise chains keep float32 between ops), so the
-# gaps are those of bf16 arithmetic, not float32's.
-GPT2_BF16 = Case("gpt2-bf16-autocast", build, batch, loss, loss_tol=2e-2, grad_tol=1e-1, autocast=torch.bfloat16)
+# bf16 autocast on both sides: bf16 keeps 8 significant bits (a rounding step of 4e-3 relative), and a backend
+# that rounds a different intermediate, or accumulates in another order, moves gradients by about that much.
+# Measured over four steps, tpu against CPU's bf16 autocast: loss gap 3.8e-5 to 7.3e-5, worst gradient 1.3e-2 to
+# 1.4e-2 (a LayerNorm weight) in every mode.
+GPT2_BF16 = Case("gpt2-bf16-autocast", build, batch, loss, loss_tol=1e-3, grad_tol=5e-2, autocast=torch.bfloat16)
 
 
 @pytest.mark.parametrize("mode", MODES)
