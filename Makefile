@@ -20,7 +20,7 @@ export CGO_CFLAGS := -I$(ROOT)/$(BUILD)/include -O2
 export TORCHTPU_PLUGIN_PATH := $(PLUGIN_DIR)/xla_cpu_pjrt.so
 export PYTHONPATH := $(ROOT)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: build run test test-go test-py env clean bench bench-peers bench-floors conformance
+.PHONY: build run test test-go test-py test-models env clean bench bench-peers bench-floors conformance
 # The shim's translation units compile in parallel, one per core.
 build:
 	@$(MAKE) --no-print-directory -j$(shell nproc) $(LIB)
@@ -63,6 +63,11 @@ test-go: $(BUILD)/include/pjrt_c_api.h
 TESTS ?= tests
 test-py: build
 	$(PY) -m pytest -q $(TESTS)
+
+# The model zoo's full tier (tests/models): every model trained several steps in each mode, greedy generation,
+# bf16 autocast. `make test` runs its one-step slice.
+test-models: build
+	HF_HUB_OFFLINE=1 TORCHTPU_ZOO=full $(PY) -m pytest -q tests/models
 
 bench: build
 	$(PY) bench/op_latency.py

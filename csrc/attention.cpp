@@ -5,7 +5,7 @@
 // where its kernel applies, so SDPA reaches the engine as one _scaled_dot_product_flash_attention_for_cpu op
 // (and one backward op), lowered to one fused attention in StableHLO. The conditions follow CPU's own choice
 // of that kernel: 4-D dense query, key and value of one floating dtype and head size, no dropout, no grouped
-// heads, a 2-D or 4-D mask. Everything else, and any call made with flash disabled through
+// heads, a 2-D or 4-D mask that does not require grad. Everything else, and any call made with flash disabled through
 // torch.nn.attention.sdpa_kernel, stays on the math path.
 //
 // CPU's flash kernel returns its logsumexp, and its backward the gradients, as transposes of [B, L, H(, E)]
@@ -51,7 +51,9 @@ bool flash_fits(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c
   if (q.size(2) == 0 || k.size(2) == 0 || q.size(3) == 0) {
     return false;
   }
-  return !mask.has_value() || mask->dim() == 2 || mask->dim() == 4;
+  // The flash kernel's autograd formula has no gradient for the mask (derivatives.yaml marks it non-differentiable),
+  // so a mask that requires grad (T5's learned relative position bias) takes the math path, as on CPU.
+  return !mask.has_value() || ((mask->dim() == 2 || mask->dim() == 4) && !mask->requires_grad());
 }
 
 int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
