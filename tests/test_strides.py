@@ -236,3 +236,12 @@ report(errs=out, **counters())
 """)
     assert all(e < 1e-4 for e in res["errs"].values()), res["errs"]
     assert res["compiled_programs"] >= 2 and res["compiled_replays"] >= 2 and res["compiled_fallbacks"] == 0, res
+
+
+def test_resize_as_keeps_the_memory_format_asked_for(mode):
+    """resize_as_ with preserve_format (and channels_last) gives the template's layout, as on CPU."""
+    x = torch.randn(2, 3, 8, 8).contiguous(memory_format=torch.channels_last)
+    for fmt in (torch.preserve_format, torch.channels_last, torch.contiguous_format):
+        want = torch.empty(5).resize_as_(x, memory_format=fmt)
+        got = torch.empty(5, device="tpu").resize_as_(x.to("tpu"), memory_format=fmt)
+        assert got.shape == want.shape and got.stride() == want.stride(), (fmt, got.stride(), want.stride())
