@@ -60,3 +60,12 @@ def grad_pairs(fn, *xs):
 def no_fallbacks():
     """Returns the ops that fell back to CPU since the last metrics reset."""
     return {k: v for k, v in torch.tpu.metrics()["cpu_fallbacks"].items() if v}
+
+
+@pytest.fixture
+def fresh_metrics():
+    """Resets the metrics before a test and asserts that no op fell back to CPU during it; a file
+    applies it to every test with `pytestmark = pytest.mark.usefixtures("fresh_metrics")`."""
+    torch.tpu.reset_metrics()
+    yield
+    assert no_fallbacks() == {}, "ops fell back to CPU"

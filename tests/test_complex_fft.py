@@ -4,7 +4,7 @@ import warnings
 import pytest
 import torch
 
-from conftest import check, no_fallbacks
+from conftest import check
 
 g = torch.Generator().manual_seed(0)
 
@@ -13,11 +13,7 @@ def randn(*shape, dtype=torch.float32):
     return torch.randn(*shape, generator=g, dtype=dtype)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])

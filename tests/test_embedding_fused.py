@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import torchtpu.embedding
-from conftest import no_fallbacks
+
 from torchtpu.embedding import EmbeddingBagConfig, FusedEmbeddingBagCollection, KeyedJagged
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
@@ -20,11 +20,7 @@ HOT = [2, 3, 1, 4, 2]
 TOL = dict(atol=1e-5, rtol=1e-5)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 def run(kind, optimizer, steps, pooling="sum", weighted=False, lr=0.05, chunk=None):

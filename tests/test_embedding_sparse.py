@@ -5,18 +5,13 @@ import pytest
 import torch
 import torch.nn as nn
 
-from conftest import no_fallbacks
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 IDS = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 2, 7, 7])
 OFFSETS = torch.tensor([0, 2, 2, 5, 9])
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 def same_sparse(got, want):

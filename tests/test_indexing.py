@@ -2,16 +2,12 @@
 import pytest
 import torch
 
-from conftest import check, no_fallbacks
+from conftest import check
 
 g = torch.Generator().manual_seed(3)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 def test_index_with_long_tensors(mode):

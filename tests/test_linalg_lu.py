@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from conftest import check, no_fallbacks
+from conftest import check
 
 g = torch.Generator().manual_seed(0)
 
@@ -20,11 +20,7 @@ def well_conditioned(*shape, dtype=torch.float32):
     return randn(*shape, dtype=dtype) + 3 * torch.eye(shape[-1], dtype=dtype)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 def check_grad(fn, *args, atol=1e-4, rtol=1e-4):

@@ -3,7 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import check, no_fallbacks, to_tpu
+from conftest import check, to_tpu
 
 g = torch.Generator().manual_seed(0)
 
@@ -12,11 +12,7 @@ def randn(*shape, dtype=torch.float32):
     return torch.randn(*shape, generator=g).to(dtype)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 # Each entry: (function, domain map applied to the input on CPU first).

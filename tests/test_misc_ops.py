@@ -13,11 +13,7 @@ def randn(*shape, dtype=torch.float32):
     return torch.randn(*shape, generator=g).to(dtype)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 def check_grad(fn, *args, atol=1e-5, rtol=1.3e-6):

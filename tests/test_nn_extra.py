@@ -3,16 +3,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import no_fallbacks
 
 TOL = dict(atol=1e-4, rtol=1e-4)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 def run_fn(fn, *xs, grad=True):

@@ -4,7 +4,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import no_fallbacks
 
 g = torch.Generator().manual_seed(0)
 TOL = {"atol": 1e-4, "rtol": 1e-4}
@@ -14,11 +13,7 @@ def randn(*shape):
     return torch.randn(shape, generator=g)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 def compare(fn, *inputs, grad=True):

@@ -21,11 +21,7 @@ def randint(lo, hi, *shape):
     return torch.randint(lo, hi, shape, generator=g)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 def close(got, want, **tol):

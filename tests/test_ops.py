@@ -15,11 +15,7 @@ def randint(lo, hi, *shape, dtype=torch.int64):
     return torch.randint(lo, hi, shape, generator=g, dtype=dtype)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 def test_factories(mode):

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from conftest import check, no_fallbacks
+from conftest import check
 
 g = torch.Generator().manual_seed(0)
 
@@ -15,11 +15,7 @@ def randint(lo, hi, *shape):
     return torch.randint(lo, hi, shape, generator=g)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 def grad_check(fn, x, atol=1e-5):

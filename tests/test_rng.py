@@ -3,16 +3,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import no_fallbacks
 
 N = 100_000
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 def test_manual_seed_reproducible(mode):

@@ -2,16 +2,12 @@
 import pytest
 import torch
 
-from conftest import check, no_fallbacks, to_cpu
+from conftest import check, to_cpu
 
 g = torch.Generator().manual_seed(5)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics():
-    torch.tpu.reset_metrics()
-    yield
-    assert no_fallbacks() == {}, "ops fell back to CPU"
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
 
 
 def grads(fn, *args):
