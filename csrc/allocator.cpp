@@ -10,7 +10,7 @@
 #include "device_guard.h"
 #include "errors.h"
 #include "fork.h"
-#include "usable.h"
+#include "availability.h"
 #include "torchtpu.h"
 
 namespace torchtpu {

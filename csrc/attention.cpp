@@ -23,7 +23,7 @@
 
 #include "fallback.h"
 #include "marshal.h"
-#include "usable.h"
+#include "availability.h"
 
 namespace torchtpu {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "fork.h"
 #include "generator.h"
-#include "usable.h"
+#include "availability.h"
 #include "marshal.h"
 #include "torchtpu.h"
 

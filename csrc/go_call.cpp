@@ -6,7 +6,7 @@
 
 #include "allocator.h"
 #include "errors.h"
-#include "usable.h"
+#include "availability.h"
 
 namespace torchtpu {
 namespace {

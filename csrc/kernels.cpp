@@ -18,7 +18,7 @@
 #include "device_guard.h"
 #include "errors.h"
 #include "fork.h"
-#include "usable.h"
+#include "availability.h"
 #include "go_call.h"
 #include "marshal.h"
 

@@ -363,6 +363,40 @@ func repeatInterleave(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{c.R.Int64Tensor(out, []int64{int64(len(out))})}, nil
 }
 
+// maskedScatter is masked_scatter(self, mask, source): the positions where
+// the mask holds take source's elements in order; the mask is read on the
+// host.
+func maskedScatter(c *Ctx) ([]*hlo.Value, error) {
+	m, mm, sm := c.Meta(0), c.Meta(1), c.Meta(2)
+	if mm.DType != Bool {
+		return nil, Errorf("masked_scatter_ only supports boolean masks, but got mask with dtype %s", cppName(mm.DType))
+	}
+	if sm.DType != m.DType {
+		return nil, Errorf("masked_scatter: expected self and source to have same dtypes but got %s and %s", scalarTypeName(m.DType), scalarTypeName(sm.DType))
+	}
+	shape, err := BroadcastShapes(m.Sizes, mm.Sizes)
+	if err != nil {
+		return nil, err
+	}
+	mask, err := c.R.Int64s(c.Args[1].Handles[0])
+	if err != nil {
+		return nil, err
+	}
+	pos := maskPositions(mask, mm.Sizes, shape)
+	k := int64(len(pos))
+	if k > sm.Numel() {
+		return nil, Errorf("masked_scatter: expected source to have at least %d elements, got %d", k, sm.Numel())
+	}
+	b := c.B
+	x := b.BroadcastTo(c.T(0), shape)
+	if k == 0 {
+		return []*hlo.Value{x}, nil
+	}
+	upd := b.Slice(b.Reshape(c.T(2), sm.Numel()), []int64{0}, []int64{k}, []int64{1})
+	r := b.ScatterFlat(b.Reshape(x, numel(shape)), c.R.Int64Tensor(pos, []int64{k}), upd, nil)
+	return []*hlo.Value{b.Reshape(r, shape...)}, nil
+}
+
 func init() {
 	def("aten::index.Tensor", indexRule, "aten::index.Tensor_out")
 	r := def("aten::index_put", indexPut)
@@ -370,4 +404,5 @@ func init() {
 	def("aten::nonzero", nonzero).DataDependent = true
 	def("aten::masked_select", maskedSelect).DataDependent = true
 	def("aten::repeat_interleave.Tensor", repeatInterleave, "aten::repeat_interleave.Tensor_out").DataDependent = true
+	def("aten::masked_scatter", maskedScatter)
 }

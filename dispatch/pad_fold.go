@@ -214,6 +214,33 @@ func col2im(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{b.Reshape(b.Convert(g, m.DType.Elem()), out...)}, nil
 }
 
+// unfoldBackward is unfold_backward(grad_in, input_sizes, dim, size, step):
+// window element j of window i adds into input position i*step + j.
+func unfoldBackward(c *Ctx) ([]*hlo.Value, error) {
+	gm := c.Meta(0)
+	sizes := c.Ints(1, nil)
+	b := c.B
+	if len(sizes) == 0 {
+		return []*hlo.Value{b.Reshape(c.T(0))}, nil
+	}
+	dim, err := wrapDim(c.Int(2, 0), len(sizes))
+	if err != nil {
+		return nil, err
+	}
+	size, step := c.Int(3, 1), c.Int(4, 1)
+	r := len(sizes)
+	if gm.Rank() != r+1 || gm.Sizes[r] != size {
+		return nil, Errorf("unfold_backward: grad_in shape %s does not match input sizes %s", shapeString(gm.Sizes), shapeString(sizes))
+	}
+	if gm.Numel() == 0 {
+		return []*hlo.Value{full(b, gm.DType, sizes, 0)}, nil
+	}
+	nw := gm.Sizes[dim]
+	it := hlo.T(hlo.S64, nw, size, 1)
+	pos := b.Add(b.Mul(b.Iota(it, 0), b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), step), it.Shape)), b.Iota(it, 1))
+	return []*hlo.Value{b.Scatter(full(b, gm.DType, sizes, 0), pos, c.T(0), offsetDimsAround(r, dim), []int64{dim}, []int64{dim}, 2, addCombine)}, nil
+}
+
 func init() {
 	for n, suffix := range []string{"", "1d", "2d", "3d"} {
 		if n == 0 {
@@ -230,4 +257,5 @@ func init() {
 	}
 	def("aten::im2col", im2col, "aten::im2col.out")
 	def("aten::col2im", col2im, "aten::col2im.out")
+	def("aten::unfold_backward", unfoldBackward)
 }

@@ -266,9 +266,54 @@ func avgPool3dBackward(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{b.Reshape(b.Convert(r, in.DType.Elem()), in.Sizes...)}, nil
 }
 
+// maxUnpool places each input value at the flat position its index names
+// within an output plane of the given spatial size; the rest are zero.
+func maxUnpool(spatial int) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		in, im := c.Meta(0), c.Meta(1)
+		out := c.Ints(2, nil)
+		if len(out) != spatial {
+			return nil, Errorf("There should be exactly %d elements (depth, height, width) in output_size, but got %d elements.", spatial, len(out))
+		}
+		r := in.Rank()
+		if r != spatial+1 && r != spatial+2 {
+			return nil, Errorf("Input to max_unpooling%dd should be a %dd or %dd Tensor, but got a tensor with %d dimensions.",
+				spatial, spatial+1, spatial+2, r)
+		}
+		if im.DType != Int64 {
+			return nil, Errorf("elements in indices should be type int64 but got: %s", scalarTypeName(im.DType))
+		}
+		if !slices.Equal(in.Sizes, im.Sizes) {
+			return nil, Errorf("Expected shape of indices to be same as that of the input tensor (%s) but got indices tensor with shape: %s",
+				shapeString(in.Sizes), shapeString(im.Sizes))
+		}
+		for _, s := range in.Sizes[1:] {
+			if s == 0 {
+				return nil, Errorf("max_unpooling%dd(): Expected input to have non-zero size for non-batch dimensions, but got %s",
+					spatial, shapeString(in.Sizes))
+			}
+		}
+		planes := numel(in.Sizes[:r-spatial])
+		inPlane := numel(in.Sizes[r-spatial:])
+		outPlane := numel(out)
+		b := c.B
+		x := b.Reshape(c.T(0), planes, inPlane)
+		flat := b.Reshape(c.T(1), planes, inPlane, 1)
+		plane := b.Iota(hlo.T(hlo.S64, planes, inPlane, 1), 0)
+		ind := b.Concatenate(2, plane, flat)
+		zero := b.BroadcastTo(b.Scalar(in.DType.Elem(), 0), []int64{planes, outPlane})
+		y := b.Scatter(zero, ind, x, nil, []int64{0, 1}, []int64{0, 1}, 2,
+			func(rb *hlo.Builder, old, new *hlo.Value) *hlo.Value { return new })
+		shape := append(append([]int64{}, in.Sizes[:r-spatial]...), out...)
+		return []*hlo.Value{b.Reshape(y, shape...)}, nil
+	}
+}
+
 func init() {
 	def("aten::max_pool3d_with_indices", maxPool3d, "aten::max_pool3d_with_indices.out")
 	def("aten::max_pool3d_with_indices_backward", maxPool3dBackward, "aten::max_pool3d_with_indices_backward.grad_input")
 	def("aten::avg_pool3d", avgPool3d, "aten::avg_pool3d.out")
 	def("aten::avg_pool3d_backward", avgPool3dBackward, "aten::avg_pool3d_backward.grad_input")
+	def("aten::max_unpool2d", maxUnpool(2), "aten::max_unpool2d.out")
+	def("aten::max_unpool3d", maxUnpool(3), "aten::max_unpool3d.out")
 }

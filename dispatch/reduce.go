@@ -392,6 +392,25 @@ func keptMapping(rank int, dims []int64) []int64 {
 	return out
 }
 
+// traceRule is trace(self): the sum of a matrix's main diagonal (int64 for
+// integer inputs).
+func traceRule(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	if m.Rank() != 2 {
+		return nil, Errorf("trace: expected a matrix, but got tensor with dim %d", m.Rank())
+	}
+	d := m.DType
+	if d.IsIntegral(true) {
+		d = Int64
+	}
+	b := c.B
+	it := hlo.T(hlo.S64, m.Sizes...)
+	diag := b.Compare(hlo.EQ, b.Iota(it, 0), b.Iota(it, 1))
+	x := convertTo(b, c.T(0), m.DType, d)
+	x = b.Select(diag, x, full(b, d, m.Sizes, 0))
+	return []*hlo.Value{sumProd(b, x, d, []int64{0, 1}, false)}, nil
+}
+
 func init() {
 	def("aten::sum", sumRule(false, -1, -1, 1, false))
 	def("aten::sum.dim_IntList", sumRule(false, 1, 2, 3, false), "aten::sum.IntList_out")
@@ -421,4 +440,5 @@ func init() {
 	def("aten::std.dim", varRule(true, 1, 2, -1, 3), "aten::std.out")
 	def("aten::std", varRule(true, -1, 1, -1, -1), "")
 	def("aten::std.correction", varRule(true, 1, -1, 2, 3), "aten::std.correction_out")
+	def("aten::trace", traceRule)
 }

@@ -427,6 +427,30 @@ func maskedFill(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{b.Select(p, v, x)}, nil
 }
 
+// channelShuffle is channel_shuffle(self, groups): channels viewed as
+// [groups, C/groups] and transposed.
+func channelShuffle(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	gr := c.Int(1, 1)
+	if m.Rank() < 3 {
+		return nil, Errorf("channel_shuffle expects input to have at least 3 dimensions, but got input with sizes %s", shapeString(m.Sizes))
+	}
+	if gr <= 0 {
+		return nil, Errorf("Number of groups to divide channels in must be positive. Value of groups:%d", gr)
+	}
+	ch := m.Sizes[1]
+	if ch%gr != 0 {
+		return nil, Errorf("Number of channels must be divisible by groups. Got %d channels and %d groups.", ch, gr)
+	}
+	b := c.B
+	split := append([]int64{m.Sizes[0], gr, ch / gr}, m.Sizes[2:]...)
+	perm := []int64{0, 2, 1}
+	for i := 3; i < len(split); i++ {
+		perm = append(perm, int64(i))
+	}
+	return []*hlo.Value{b.Reshape(b.Transpose(b.Reshape(c.T(0), split...), perm...), m.Sizes...)}, nil
+}
+
 func init() {
 	def("aten::cat", catRule)
 	def("aten::index_select", indexSelect)
@@ -441,4 +465,5 @@ func init() {
 	def("aten::constant_pad_nd", constantPadND)
 	def("aten::masked_fill.Scalar", maskedFill, "aten::masked_fill.Scalar_out")
 	def("aten::masked_fill.Tensor", maskedFill, "aten::masked_fill.Tensor_out")
+	def("aten::channel_shuffle", channelShuffle, "aten::channel_shuffle.out")
 }

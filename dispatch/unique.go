@@ -140,8 +140,18 @@ func indexFill(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{b.Select(mask, v, x)}, nil
 }
 
+// unique1 is _unique(self, sorted, return_inverse): _unique2 without counts.
+func unique1(c *Ctx) ([]*hlo.Value, error) {
+	out, err := unique2(c)
+	if err != nil {
+		return nil, err
+	}
+	return out[:2], nil
+}
+
 func init() {
 	def("aten::_unique2", unique2).DataDependent = true
 	def("aten::index_fill.int_Scalar", indexFill, "aten::index_fill.int_Scalar_out")
 	def("aten::index_fill.int_Tensor", indexFill, "aten::index_fill.int_Tensor_out")
+	def("aten::_unique", unique1).DataDependent = true
 }

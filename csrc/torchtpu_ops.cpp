@@ -1,4 +1,4 @@
-#include "python_ops.h"
+#include "torchtpu_ops.h"
 
 #include <mutex>
 
@@ -10,7 +10,7 @@
 #include "fallback.h"
 #include "fork.h"
 #include "generator.h"
-#include "usable.h"
+#include "availability.h"
 
 namespace torchtpu {
 namespace {

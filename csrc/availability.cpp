@@ -1,4 +1,4 @@
-#include "usable.h"
+#include "availability.h"
 
 #include <atomic>
 #include <mutex>
