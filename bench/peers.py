@@ -47,6 +47,7 @@ for _t in (64, 256, 512):
 
 def worker_env(backend, env_name, scratch):
     env = {k: v for k, v in os.environ.items() if k not in ("TORCHTPU_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")}
+    env["TORCHTPU_CACHE_DIR"] = ""  # no warm programs: the persistent compile cache is on by default
     env["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-", dir=scratch)  # cold every process
     if backend in ("cpu", "inductor") or env_name != "project":
         env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # plain PyTorch, no tpu extension loaded

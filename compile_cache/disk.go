@@ -13,7 +13,12 @@ import (
 // place, so several processes (or hosts on a shared filesystem) may use one
 // directory at once. The directory is trusted input: whoever can write it
 // can make the process load any executable.
-type Dir struct{ path string }
+type Dir struct {
+	path string
+	// limit bounds the bytes of the folder's entries: a store past it evicts
+	// the least recently used ones (0: no bound).
+	limit int64
+}
 
 // OpenDir returns the tier at path, creating the directory if needed.
 func OpenDir(path string) (*Dir, error) {
@@ -37,7 +42,11 @@ func (d *Dir) Load(key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unseal(key, raw)
+	payload, err := unseal(key, raw)
+	if err == nil && d.limit > 0 {
+		d.touch(key)
+	}
+	return payload, err
 }
 
 // Remove deletes key's entry; an entry already gone is not an error.
@@ -70,6 +79,11 @@ func (d *Dir) Store(key string, payload []byte) error {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
+		return err
 	}
-	return err
+	d.evict()
+	return nil
 }
+
+// SetLimit bounds the bytes the folder's entries may take (0: no bound).
+func (d *Dir) SetLimit(n int64) { d.limit = n }

@@ -38,8 +38,15 @@ func OpenTiers(dir, url string) *Tiers {
 		d, err := OpenDir(dir)
 		if err != nil {
 			t.Warn(fmt.Sprintf("%v; the on-disk compile cache is off", err))
+		} else {
+			limit, err := SizeFromEnv(os.Getenv("TORCHTPU_CACHE_SIZE"))
+			if err != nil {
+				t.Warn(fmt.Sprintf("%v; bounding the on-disk compile cache at %d bytes", err, int64(DefaultDirSize)))
+				limit = DefaultDirSize
+			}
+			d.SetLimit(limit)
+			t.Disk = d
 		}
-		t.Disk = d
 	}
 	if url != "" {
 		r, err := NewRemote(url)

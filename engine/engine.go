@@ -152,7 +152,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 		e.options = opts
 	}
 	e.pluginID = e.pluginIdentity()
-	e.tiers = compile_cache.OpenTiers(os.Getenv("TORCHTPU_CACHE_DIR"), os.Getenv("TORCHTPU_CACHE_URL"))
+	e.tiers = compile_cache.OpenTiers(compile_cache.DirFromEnv(os.LookupEnv), os.Getenv("TORCHTPU_CACHE_URL"))
 	return nil
 }
 

@@ -1,6 +1,12 @@
 """Shared fixtures: every op test runs in each of the three modes."""
-import pytest
-import torch
+import os
+
+# Tests count compiles, so the persistent compile cache (on by default) stays off unless a test turns it on
+# for a process of its own.
+os.environ["TORCHTPU_CACHE_DIR"] = ""
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 import torchtpu  # noqa: F401  (explicit import also works next to autoload)
 

@@ -24,7 +24,14 @@ var (
 // and the reason is also printed on stderr so that the skip is seen.
 func Path(t testing.TB) string {
 	t.Helper()
-	once.Do(func() { path, reason = find() })
+	once.Do(func() {
+		path, reason = find()
+		// Tests count compiles, so the persistent compile cache (on by default) stays off
+		// unless a test names a folder for it.
+		if _, ok := os.LookupEnv("TORCHTPU_CACHE_DIR"); !ok {
+			os.Setenv("TORCHTPU_CACHE_DIR", "")
+		}
+	})
 	if path != "" {
 		return path
 	}
