@@ -29,6 +29,13 @@ import time
 import torch
 import torch.distributed as dist
 
+
+def say(line):
+    """Writes one line of the report in a single write: torchrun's workers run unbuffered, and two ranks
+    share the pipe, so a print's text and its newline could land on either side of the other rank's line."""
+    os.write(1, (line + "\n").encode())
+
+
 TIMEOUT = 10
 
 
@@ -60,11 +67,10 @@ def attempt(rank, check, run, t, given, result):
     took = time.monotonic() - start
     what = holds(t, given, result)
     if err is None:
-        print(f"rank {rank}: {check}: returned after {took:.2f}s | holds {what}", flush=True)
+        say(f"rank {rank}: {check}: returned after {took:.2f}s | holds {what}")
     else:
         msg = " ".join(str(err).split())[:300]
-        print(f"rank {rank}: {check}: raised after {took:.2f}s: {type(err).__name__}: {msg} | holds {what}",
-              flush=True)
+        say(f"rank {rank}: {check}: raised after {took:.2f}s: {type(err).__name__}: {msg} | holds {what}")
     return err
 
 
@@ -95,7 +101,7 @@ def run_check(check, rank, dev):
         dist.all_reduce(t)
         want = sum(pattern(8, r) for r in range(world))
         assert torch.equal(t.cpu(), want), t.cpu()
-        print(f"rank {rank}: after: all_reduce ok", flush=True)
+        say(f"rank {rank}: after: all_reduce ok")
     elif check == "kill":
         n = 8 << 20
         given = pattern(n, rank)
@@ -120,7 +126,7 @@ def run_check(check, rank, dev):
             sync(dev)
 
         attempt(rank, check, run, t, given, want)
-        print(f"rank {rank}: kill-future: {future[0]}", flush=True)
+        say(f"rank {rank}: kill-future: {future[0]}")
         again = pattern(4, rank).to(dev)
         attempt(rank, "kill-next", lambda: (dist.all_reduce(again), sync(dev)), again, pattern(4, rank), None)
     elif check in ("raise", "stall"):
@@ -153,7 +159,7 @@ def main(backend, checks):
     dist.barrier()
     for check in checks.split(","):
         run_check(check, rank, dev)
-    print(f"rank {rank}: done", flush=True)
+    say(f"rank {rank}: done")
     # A failed group cannot be torn down cleanly (its peers are gone): leave without the teardown.
     os._exit(0)
 
