@@ -337,10 +337,12 @@ func allAnyRule(isAll bool, mode int) Fn {
 }
 
 // varRule builds var/std. corrIdx < 0 reads the bool unbiased at unbiasedIdx.
+// A complex input's variance is real: the mean squared distance from the
+// mean, the real parts' variance plus the imaginary parts', as on CPU.
 func varRule(isStd bool, dimIdx, unbiasedIdx, corrIdx, keepIdx int) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		m := c.Meta(0)
-		if !m.DType.IsFloat() {
+		if !m.DType.IsFloat() && !m.DType.IsComplex() {
 			return nil, Errorf("std and var only support floating point and complex dtypes")
 		}
 		correction := 1.0
@@ -358,12 +360,24 @@ func varRule(isStd bool, dimIdx, unbiasedIdx, corrIdx, keepIdx int) Fn {
 		}
 		keep := keepIdx >= 0 && c.Bool(keepIdx, false)
 		b := c.B
-		acc := accumElem(m.DType)
-		x := b.Convert(c.T(0), acc)
-		mean := meanOf(b, x, m.Sizes, dims)
-		meanB := b.BroadcastInDim(mean, m.Sizes, keptMapping(m.Rank(), dims))
-		dev := b.Sub(x, meanB)
-		ss := b.Reduce(b.Mul(dev, dev), b.Scalar(acc, 0), hlo.ReduceSum, dims...)
+		rd := m.DType.ToReal()
+		acc := accumElem(rd)
+		parts := []*hlo.Value{c.T(0)}
+		if m.DType.IsComplex() {
+			parts = []*hlo.Value{b.Real(parts[0]), b.Imag(parts[0])}
+		}
+		var ss *hlo.Value
+		for _, p := range parts {
+			x := b.Convert(p, acc)
+			meanB := b.BroadcastInDim(meanOf(b, x, m.Sizes, dims), m.Sizes, keptMapping(m.Rank(), dims))
+			dev := b.Sub(x, meanB)
+			s := b.Reduce(b.Mul(dev, dev), b.Scalar(acc, 0), hlo.ReduceSum, dims...)
+			if ss == nil {
+				ss = s
+			} else {
+				ss = b.Add(ss, s)
+			}
+		}
 		n := 1.0
 		for _, d := range dims {
 			n *= float64(m.Sizes[d])
@@ -372,7 +386,7 @@ func varRule(isStd bool, dimIdx, unbiasedIdx, corrIdx, keepIdx int) Fn {
 		if isStd {
 			r = b.Sqrt(r)
 		}
-		return []*hlo.Value{finish(b, b.Convert(r, m.DType.Elem()), m.Sizes, dims, keep)}, nil
+		return []*hlo.Value{finish(b, b.Convert(r, rd.Elem()), m.Sizes, dims, keep)}, nil
 	}
 }
 

@@ -137,3 +137,17 @@ def test_cummax_cummin_of_long_dimensions(mode):
                 w, j = f(x, d)
                 assert torch.equal(i.cpu(), j), (f.__name__, x.shape, d)
                 torch.testing.assert_close(v.cpu(), w, equal_nan=True, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_var_and_std_of_complex_are_real(mode, dtype):
+    """var/std of a complex tensor is the real parts' variance plus the imaginary parts', of the real dtype."""
+    z = torch.randn(4, 5, dtype=dtype, generator=torch.Generator().manual_seed(0))
+    cases = [lambda t: torch.var(t), lambda t: torch.std(t, dim=1),
+             lambda t: torch.var(t, dim=0, correction=0, keepdim=True), lambda t: torch.var_mean(t, dim=1),
+             lambda t: torch.std_mean(t)]
+    for f in cases:
+        want, got = f(z), f(z.to("tpu"))
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert g.dtype == w.dtype
+            torch.testing.assert_close(g.cpu(), w)
