@@ -3,8 +3,9 @@ package compile_cache
 import (
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"torchtpu/internal/bytesize"
 )
 
 // DefaultDirSize is the size bound of the on-disk tier when TORCHTPU_CACHE_SIZE is unset.
@@ -27,28 +28,15 @@ func DirFromEnv(getenv func(string) (string, bool)) string {
 	return ""
 }
 
-// SizeFromEnv parses TORCHTPU_CACHE_SIZE (bytes, or with a K, M or G suffix),
-// returning DefaultDirSize when it is unset.
+// SizeFromEnv parses TORCHTPU_CACHE_SIZE (bytes, or with a K, M, G or T
+// suffix), returning DefaultDirSize when it is unset.
 func SizeFromEnv(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
+	if strings.TrimSpace(s) == "" {
 		return DefaultDirSize, nil
 	}
-	mult := int64(1)
-	switch strings.ToUpper(s[len(s)-1:]) {
-	case "K":
-		mult = 1 << 10
-	case "M":
-		mult = 1 << 20
-	case "G":
-		mult = 1 << 30
+	n, err := bytesize.Parse(s)
+	if err != nil {
+		return 0, fmt.Errorf("TORCHTPU_CACHE_SIZE: %v", err)
 	}
-	if mult != 1 {
-		s = s[:len(s)-1]
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("TORCHTPU_CACHE_SIZE=%q is not a positive byte count (a K, M or G suffix is allowed)", s)
-	}
-	return n * mult, nil
+	return n, nil
 }

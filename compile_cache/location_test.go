@@ -30,12 +30,12 @@ func TestDirFromEnv(t *testing.T) {
 }
 
 func TestSizeFromEnv(t *testing.T) {
-	for s, want := range map[string]int64{"": DefaultDirSize, "1000": 1000, "64K": 64 << 10, "3m": 3 << 20, "2G": 2 << 30} {
+	for s, want := range map[string]int64{"": DefaultDirSize, "1000": 1000, "64K": 64 << 10, "3m": 3 << 20, "2G": 2 << 30, "1.5G": 3 << 29} {
 		if got, err := SizeFromEnv(s); err != nil || got != want {
 			t.Errorf("SizeFromEnv(%q) = %d, %v; want %d", s, got, err, want)
 		}
 	}
-	for _, s := range []string{"x", "-5", "0", "1.5G"} {
+	for _, s := range []string{"x", "-5", "0", "G"} {
 		if _, err := SizeFromEnv(s); err == nil {
 			t.Errorf("SizeFromEnv(%q) accepted", s)
 		}

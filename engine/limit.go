@@ -2,10 +2,11 @@ package engine
 
 import (
 	"os"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"torchtpu/internal/bytesize"
 )
 
 // memoryLimit returns the device memory limit: TORCHTPU_MEMORY_LIMIT (bytes,
@@ -13,22 +14,8 @@ import (
 // which is where the CPU plugin keeps its buffers.
 func memoryLimit() int64 {
 	if v := strings.TrimSpace(os.Getenv("TORCHTPU_MEMORY_LIMIT")); v != "" {
-		mult := int64(1)
-		switch strings.ToUpper(v[len(v)-1:]) {
-		case "K":
-			mult = 1 << 10
-		case "M":
-			mult = 1 << 20
-		case "G":
-			mult = 1 << 30
-		case "T":
-			mult = 1 << 40
-		}
-		if mult != 1 {
-			v = v[:len(v)-1]
-		}
-		if n, err := strconv.ParseFloat(v, 64); err == nil && n > 0 {
-			return int64(n * float64(mult))
+		if n, err := bytesize.Parse(v); err == nil {
+			return n
 		}
 	}
 	var si unix.Sysinfo_t
