@@ -148,15 +148,15 @@ func (e *Engine) captureRead(t *TensorDesc) *hlo.Value {
 		if st == nil || st.pending != nil || st.buf == nil {
 			return nil
 		}
-		b := e.g.b
+		b := e.d.g.b
 		off, err := e.client.BufferFromHost(encodeInt(t.Offset, hlo.S64), pjrt.S64, nil, 0)
 		if err != nil {
 			panic(fmt.Errorf("uploading an offset: %w", err))
 		}
-		e.g.retired = append(e.g.retired, off)
+		e.d.g.retired = append(e.d.g.retired, off)
 		c.offsets[off] = i
-		flat := b.Reshape(e.g.param(st.buf, hlo.T(st.dtype.Elem(), st.shape...)), numel(st.shape))
-		win := b.DynamicSlice(flat, []*hlo.Value{e.g.param(off, hlo.T(hlo.S64))}, []int64{numel(t.Sizes)})
+		flat := b.Reshape(e.d.g.param(st.buf, hlo.T(st.dtype.Elem(), st.shape...)), numel(st.shape))
+		win := b.DynamicSlice(flat, []*hlo.Value{e.d.g.param(off, hlo.T(hlo.S64))}, []int64{numel(t.Sizes)})
 		v := b.Reshape(win, t.Sizes...)
 		c.reads[i] = v
 		return v
@@ -245,7 +245,7 @@ func (e *Engine) CaptureEnd(inputs, outputs []*TensorDesc) (int64, []OutputRef, 
 // buildProgram makes the program of the pending graph. A non-empty reason
 // says why the graph cannot be one program.
 func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []OutputRef, string) {
-	g := e.g
+	g := e.d.g
 	p := &Program{nseeds: len(c.seeds), name: c.name, device: c.device}
 	firstInput := map[uint64]int{}
 	for i, t := range c.inputs {
@@ -360,8 +360,8 @@ func (e *Engine) copyBuffer(b *pjrt.Buffer) (*pjrt.Buffer, error) {
 // launchCaptured compiles p and runs it on the buffers the capture recorded;
 // the results become the values of the storages that were pending.
 func (e *Engine) launchCaptured(p *Program) error {
-	g := e.g
-	e.g = newGraph()
+	g := e.d.g
+	e.d.g = newGraph()
 	defer func() {
 		for _, b := range g.retired {
 			b.Destroy()

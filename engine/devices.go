@@ -7,26 +7,51 @@ import (
 	"torchtpu/pjrt"
 )
 
-// devices holds the pending state of every device but the one being
-// recorded: each device has its own pending graph and its own cache of scalar
-// buffers (a program reads buffers on the device it runs on). e.g, e.scalars
-// and e.scalarOf belong to device cur; the others wait in parked.
+// devices holds the state of every device as a value of its own: each
+// device has its own pending graph, its own cache of scalar buffers (a
+// program reads buffers on the device it runs on) and its own op plans.
+// Engine.d points at the state of the device ops record for (cur).
 type devices struct {
 	cur      int
-	parked   map[int]*deviceState
+	states   map[int]*deviceState
 	programs map[string]*pjrt.Executable // replicated collective programs by text (collective.go)
 }
 
-// deviceState is one device's pending graph and scalar buffers.
+// deviceState is one device's pending graph, scalar buffers and op plans.
 type deviceState struct {
+	index    int
 	g        *graph
 	scalars  map[scalarKey]*pjrt.Buffer
-	scalarOf map[*pjrt.Buffer]scalarKey
+	scalarOf map[*pjrt.Buffer]scalarKey // the inverse of scalars
+	plans    plans                      // the fast paths' plans by op signature (plan.go)
 }
 
-// useDevice makes d the device that ops record for, parking the current
-// device's pending state. It does not flush: each device keeps its graph. A
-// capture on another device ends (its recorded work stays pending there).
+func newDeviceState(index int) *deviceState {
+	return &deviceState{
+		index:    index,
+		g:        newGraph(),
+		scalars:  map[scalarKey]*pjrt.Buffer{},
+		scalarOf: map[*pjrt.Buffer]scalarKey{},
+		plans:    plans{},
+	}
+}
+
+// state returns device d's state, creating it on first use.
+func (ds *devices) state(d int) *deviceState {
+	if ds.states == nil {
+		ds.states = map[int]*deviceState{}
+	}
+	s, ok := ds.states[d]
+	if !ok {
+		s = newDeviceState(d)
+		ds.states[d] = s
+	}
+	return s
+}
+
+// useDevice makes d the device that ops record for. It does not flush: each
+// device keeps its graph. A capture on another device ends (its recorded work
+// stays pending there).
 func (e *Engine) useDevice(d int) error {
 	if d == e.dev.cur {
 		return nil
@@ -35,17 +60,7 @@ func (e *Engine) useDevice(d int) error {
 		return fmt.Errorf("torchtpu: invalid device index %d (%d tpu devices)", d, n)
 	}
 	e.leaveCaptureDevice(d)
-	if e.dev.parked == nil {
-		e.dev.parked = map[int]*deviceState{}
-	}
-	e.dev.parked[e.dev.cur] = &deviceState{g: e.g, scalars: e.scalars, scalarOf: e.scalarOf}
-	next, ok := e.dev.parked[d]
-	if ok {
-		delete(e.dev.parked, d)
-	} else {
-		next = &deviceState{g: newGraph(), scalars: map[scalarKey]*pjrt.Buffer{}, scalarOf: map[*pjrt.Buffer]scalarKey{}}
-	}
-	e.g, e.scalars, e.scalarOf = next.g, next.scalars, next.scalarOf
+	e.d = e.dev.state(d)
 	e.dev.cur = d
 	return nil
 }
@@ -95,8 +110,8 @@ func (e *Engine) useStorageDevice(addr uint64) error {
 func (e *Engine) flushAll() error {
 	cur := e.dev.cur
 	var pending []int
-	for d, s := range e.dev.parked {
-		if s.g.ops > 0 || len(s.g.pending) > 0 || len(s.g.extra) > 0 {
+	for d, s := range e.dev.states {
+		if d != cur && s.g.ops > 0 || len(s.g.pending) > 0 || len(s.g.extra) > 0 {
 			pending = append(pending, d)
 		}
 	}
@@ -116,10 +131,10 @@ func (e *Engine) flushAll() error {
 
 // graphReading returns the pending graph of any device that reads buffer b.
 func (e *Engine) graphReading(b *pjrt.Buffer) *graph {
-	if _, used := e.g.paramOf[b]; used {
-		return e.g
+	if _, used := e.d.g.paramOf[b]; used {
+		return e.d.g
 	}
-	for _, s := range e.dev.parked {
+	for _, s := range e.dev.states {
 		if _, used := s.g.paramOf[b]; used {
 			return s.g
 		}

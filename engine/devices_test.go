@@ -48,7 +48,7 @@ func TestPendingGraphPerDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.dev.cur != 1 || e.dev.parked[0] == nil || e.dev.parked[0].g.ops != 1 || e.g.ops != 1 {
+	if e.dev.cur != 1 || e.d != e.dev.states[1] || e.dev.states[0].g.ops != 1 || e.d.g.ops != 1 {
 		t.Fatalf("expected one pending op on each device, got current device %d", e.dev.cur)
 	}
 	if got := e.storages[outA[0].Addr].device; got != 0 {

@@ -44,7 +44,7 @@ func (p *Program) donateWritten() []int {
 // is about to donate: a donated buffer is gone once the program has run.
 func (e *Engine) releaseDonors(p *Program, sts []*Storage) error {
 	for _, i := range p.donated {
-		if _, used := e.g.paramOf[sts[i].buf]; used {
+		if _, used := e.d.g.paramOf[sts[i].buf]; used {
 			return e.flush()
 		}
 	}

@@ -38,22 +38,18 @@ type Engine struct {
 	storages    map[uint64]*Storage
 	live        int64
 	liveB       int64
-	g           *graph
 	mode        Mode
 	cache       *compile_cache.LRU
 	tiers       *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
 	options     []byte
-	scalars     map[scalarKey]*pjrt.Buffer
-	scalarOf    map[*pjrt.Buffer]scalarKey // the inverse of scalars
-	plans       map[hlo.Hash]*opPlan       // the strict fast path (fastpath.go)
-	sigBuf      []byte                     // scratch for opSignature
-	layouts     [][]int64                  // the memory order of the running op's new results (layout.go)
-	fusedPlans  map[hlo.Hash]*fusedPlan    // the fused fast path's plans by op signature
-	fusedLog    *fusedMark                 // the op being planned for the fused fast path, if any
-	noFusedPath bool                       // TORCHTPU_FUSED_FAST_PATH=0
-	noPhaseCut  bool                       // TORCHTPU_BACKWARD_CUT=0
-	lastProg    string                     // the cache key of the program flush launched last
-	events      []inFlight                 // launched work that may still run
+	d           *deviceState // the state of the device ops record for (devices.go)
+	sigBuf      []byte       // scratch for opSignature
+	layouts     [][]int64    // the memory order of the running op's new results (layout.go)
+	fusedLog    *planMark    // the op being planned for the fused fast path, if any
+	noFusedPath bool         // TORCHTPU_FUSED_FAST_PATH=0
+	noPhaseCut  bool         // TORCHTPU_BACKWARD_CUT=0
+	lastProg    string       // the cache key of the program flush launched last
+	events      []inFlight   // launched work that may still run
 	forked      bool
 	m           Metrics
 	fused       int // op count that forces a flush in fused mode
@@ -91,15 +87,11 @@ func (e *ResizeError) Error() string { return "out= arguments need resizing" }
 // New returns an engine with no plugin loaded; Init loads one.
 func New() *Engine {
 	e := &Engine{
-		storages:   map[uint64]*Storage{},
-		cache:      compile_cache.NewLRU(4096),
-		scalars:    map[scalarKey]*pjrt.Buffer{},
-		scalarOf:   map[*pjrt.Buffer]scalarKey{},
-		plans:      map[hlo.Hash]*opPlan{},
-		fusedPlans: map[hlo.Hash]*fusedPlan{},
-		mode:       ModeStrict,
-		fused:      20000,
-		initErr:    errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),
+		storages: map[uint64]*Storage{},
+		cache:    compile_cache.NewLRU(4096),
+		mode:     ModeStrict,
+		fused:    20000,
+		initErr:  errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),
 	}
 	e.m = newMetrics()
 	e.logs = readLogTopics()
@@ -111,7 +103,7 @@ func New() *Engine {
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
 	}
-	e.g = newGraph()
+	e.d = e.dev.state(0)
 	return e
 }
 
@@ -322,7 +314,8 @@ func (e *Engine) SetDefaultFloat(d dispatch.DType) error {
 	if err != nil || !changed {
 		return err
 	}
-	clear(e.plans)
-	clear(e.fusedPlans)
+	for _, s := range e.dev.states {
+		clear(s.plans)
+	}
 	return nil
 }

@@ -39,8 +39,8 @@ func (e *Engine) flush() error {
 // same type, so parameters and optimizer state update in place.
 func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	e.abortCapture(e.flushReason())
-	g := e.g
-	e.g = newGraph()
+	g := e.d.g
+	e.d.g = newGraph()
 	why := e.why
 	e.why = ""
 	defer func() {

@@ -53,7 +53,7 @@ func (g *graph) scalarParam(b *pjrt.Buffer, t hlo.Type) *hlo.Value {
 // setPending gives st a new pending value.
 func (e *Engine) setPending(st *Storage, v *hlo.Value) {
 	if st.pending == nil {
-		e.g.pending = append(e.g.pending, st)
+		e.d.g.pending = append(e.d.g.pending, st)
 	}
 	st.pending, st.known = v, nil
 	if e.fusedLog != nil {
@@ -71,24 +71,24 @@ type scalarKey struct {
 // recompiles nor re-uploads (see constants.go for the policy).
 func (e *Engine) Scalar(v float64, elem hlo.Elem) *hlo.Value {
 	if embedAllScalars && (v >= 0 || !(elem == hlo.U8 || elem == hlo.U32 || elem == hlo.U64)) {
-		return e.g.b.Scalar(elem, v)
+		return e.d.g.b.Scalar(elem, v)
 	}
 	buf := e.scalarBuffer(scalarKey{elem, math.Float64bits(v)})
-	return e.g.scalarParam(buf, hlo.T(elem))
+	return e.d.g.scalarParam(buf, hlo.T(elem))
 }
 
 // scalarBuffer returns the cached device buffer holding the number k,
 // uploading it on first use. The cache is cleared when it passes 4096
 // values (buffers a pending graph reads are destroyed after its launch).
 func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
-	if buf, ok := e.scalars[k]; ok {
+	if buf, ok := e.d.scalars[k]; ok {
 		return buf
 	}
-	if len(e.scalars) >= 4096 {
-		for key, b := range e.scalars {
+	if len(e.d.scalars) >= 4096 {
+		for key, b := range e.d.scalars {
 			e.dropBuffer(b)
-			delete(e.scalars, key)
-			delete(e.scalarOf, b)
+			delete(e.d.scalars, key)
+			delete(e.d.scalarOf, b)
 		}
 	}
 	elem := k.elem
@@ -98,8 +98,8 @@ func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
 		panic(fmt.Errorf("uploading a scalar: %w", err))
 	}
 	e.noteTransfer("h2d", int64(elem.Bits()/8), t0, "number")
-	e.scalars[k] = buf
-	e.scalarOf[buf] = k
+	e.d.scalars[k] = buf
+	e.d.scalarOf[buf] = k
 	return buf
 }
 
@@ -112,9 +112,9 @@ func (e *Engine) ScalarInt(v int64, elem hlo.Elem) *hlo.Value {
 		panic(fmt.Errorf("uploading a scalar: %w", err))
 	}
 	e.noteTransfer("h2d", int64(elem.Bits()/8), t0, "integer")
-	e.g.retired = append(e.g.retired, buf)
+	e.d.g.retired = append(e.d.g.retired, buf)
 	e.noteSeed(buf)
-	return e.g.param(buf, hlo.T(elem))
+	return e.d.g.param(buf, hlo.T(elem))
 }
 
 // Int64Tensor implements dispatch.Reader: host integers as a runtime input.
@@ -129,8 +129,8 @@ func (e *Engine) Int64Tensor(vals []int64, shape []int64) *hlo.Value {
 		panic(fmt.Errorf("uploading indices: %w", err))
 	}
 	e.noteTransfer("h2d", int64(len(raw)), t0, "indices")
-	e.g.retired = append(e.g.retired, buf)
-	return e.g.param(buf, hlo.T(hlo.S64, shape...))
+	e.d.g.retired = append(e.d.g.retired, buf)
+	return e.d.g.param(buf, hlo.T(hlo.S64, shape...))
 }
 
 // Version is the project's version; it is part of every cache key.

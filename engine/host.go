@@ -48,8 +48,8 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 		st.known = hostIntRange(src, t.DType)
 		return nil
 	}
-	v := e.g.param(buf, hlo.T(t.DType.Elem(), t.Sizes...))
-	e.g.retired = append(e.g.retired, buf)
+	v := e.d.g.param(buf, hlo.T(t.DType.Elem(), t.Sizes...))
+	e.d.g.retired = append(e.d.g.retired, buf)
 	if err := e.write(t, v); err != nil {
 		return err
 	}
@@ -110,9 +110,9 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	// Materialize the view as an extra output of the pending graph.
 	v := e.Read(t)
 	if !slices.Equal(v.T.Shape, t.Sizes) {
-		v = e.g.b.Reshape(v, t.Sizes...)
+		v = e.d.g.b.Reshape(v, t.Sizes...)
 	}
-	e.g.extra = append(e.g.extra, v)
+	e.d.g.extra = append(e.d.g.extra, v)
 	bufs, err := e.flushExtra()
 	if err != nil {
 		return err
@@ -149,7 +149,7 @@ func (e *Engine) Int64s(h any) ([]int64, error) {
 		return nil, err
 	}
 	if e.cur != nil {
-		e.cur.B = e.g.b // the read flushed: the running rule continues in the new graph
+		e.cur.B = e.d.g.b // the read flushed: the running rule continues in the new graph
 	}
 	out := make([]int64, n)
 	for i := range out {
@@ -171,11 +171,11 @@ func (e *Engine) Int64Values(v *hlo.Value) ([]int64, error) {
 	if !d.IsIntegral(true) {
 		return nil, fmt.Errorf("expected an integer value, got %s", d)
 	}
-	e.g.extra = append(e.g.extra, v)
+	e.d.g.extra = append(e.d.g.extra, v)
 	e.why = whyRuleReads
 	bufs, err := e.flushExtra()
 	if e.cur != nil {
-		e.cur.B = e.g.b
+		e.cur.B = e.d.g.b
 	}
 	if err != nil {
 		return nil, err
@@ -228,8 +228,8 @@ func (e *Engine) StorageCopy(dst, src uint64, nbytes int64) error {
 	}
 	size := int64(s.dtype.Size())
 	n := min(nbytes, s.nbytes, d.nbytes) / size
-	flat := e.g.b.Reshape(e.baseValue(s, s.dtype), numel(s.shape))
-	part := e.g.b.Slice(flat, []int64{0}, []int64{n}, []int64{1})
+	flat := e.d.g.b.Reshape(e.baseValue(s, s.dtype), numel(s.shape))
+	part := e.d.g.b.Slice(flat, []int64{0}, []int64{n}, []int64{1})
 	t := &TensorDesc{Addr: dst, DType: s.dtype, Sizes: []int64{n}, Strides: []int64{1}}
 	if err := e.write(t, part); err != nil {
 		return err

@@ -17,12 +17,17 @@ func (e *Engine) HasRule(op string) bool {
 	return ok
 }
 
-// Op runs op on args: the rule checks the arguments now (bad input fails
+// OpOn runs op on args: the rule checks the arguments now (bad input fails
 // here, in every mode), records its lowering into the pending graph, and the
 // mode's policy decides when the graph runs. Results that belong to mutated
 // arguments (in-place and out=) are written there; the others come back as
 // new storages. The op runs on its tensors' device; an op without tpu
 // tensors runs on device (the current device when device is -1).
+//
+// An op goes through four steps: prepare (the device, the dtypes), replay (a
+// plan learned from an earlier call with the same signature, plan.go), lower
+// (the rule, its results placed), learn (a plan from what the rule
+// recorded); recorded then applies the mode's flush policy.
 func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTensor, err error) {
 	return e.opOn(op, device, args, nil)
 }
@@ -41,82 +46,128 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 	if !ok || !dispatch.AcceptsComplexScalars(entry.Rule, args) {
 		return nil, ErrNoRule
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
+	defer e.opFailed(op, args, &outs, &err)
+	if err := e.prepare(args, device); err != nil {
+		return nil, err
+	}
+	m := e.startPlan(op, entry.Rule, args)
+	if m.mode != planNone {
+		if outs, ok, err := e.replay(op, m, args); ok {
+			return outs, err
 		}
-		if errors.Is(err, dispatch.ErrRunOnCPU) {
-			outs, err = nil, ErrNoRule
-			return
-		}
-		if err != nil {
-			var nan *NaNError
-			if _, resize := err.(*ResizeError); !resize && !errors.As(err, &nan) {
-				err = &opError{op: op, args: describe(args), err: err}
-			}
-		}
-	}()
-	dev, err := e.argsDevice(args, device)
+	}
+	if m.mode == planFused && !e.markFused(m, args) {
+		m.mode = planNone
+	}
+	defer func() { e.fusedLog = nil }()
+	outs, c, err := e.lower(op, entry, args)
 	if err != nil {
 		return nil, err
 	}
+	var p *plan
+	if m.mode != planNone && len(c.Ranges) == 0 { // a replay would not keep the ranges
+		p = e.learn(m, args, outs)
+	}
+	if err := e.recorded(op); err != nil {
+		return nil, err
+	}
+	e.keepPlan(m, p)
+	return outs, nil
+}
+
+// opFailed turns a panic of the running rule into an error, sends an op
+// without a usable rule to the CPU (ErrNoRule), and adds the op and its
+// arguments to any other error.
+func (e *Engine) opFailed(op string, args []dispatch.Arg, outs *[]OutTensor, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%v", r)
+	}
+	if errors.Is(*err, dispatch.ErrRunOnCPU) {
+		*outs, *err = nil, ErrNoRule
+		return
+	}
+	if *err != nil {
+		var nan *NaNError
+		if _, resize := (*err).(*ResizeError); !resize && !errors.As(*err, &nan) {
+			*err = &opError{op: op, args: describe(args), err: *err}
+		}
+	}
+}
+
+// prepare selects the device the op runs on and checks that the device can
+// hold its tensors' dtypes.
+func (e *Engine) prepare(args []dispatch.Arg, device int) error {
+	dev, err := e.argsDevice(args, device)
+	if err != nil {
+		return err
+	}
 	if err := e.useDevice(dev); err != nil {
-		return nil, err
+		return err
 	}
-	var sig hlo.Hash
-	planning := false
-	if e.mode == ModeStrict && !e.capturing() && e.g.ops == 0 && len(e.g.params) == 0 && len(e.g.pending) == 0 {
-		sig, planning = e.opSignature(op, args, false)
-		if p := e.plans[sig]; planning && p != nil {
-			outs, ok, err := e.replay(p, args)
-			if ok {
-				return outs, err
-			}
-			delete(e.plans, sig)
+	return checkDTypes(args)
+}
+
+// startPlan decides whether the op may be planned, and computes its signature.
+func (e *Engine) startPlan(op string, r *dispatch.Rule, args []dispatch.Arg) *planMark {
+	m := &planMark{mode: e.planFor(r), g: e.d.g, execs: e.m.Executions, extra: len(e.d.g.extra)}
+	if m.mode == planNone {
+		return m
+	}
+	sig, ok := e.opSignature(op, args, m.mode == planFused)
+	if !ok {
+		m.mode = planNone
+	}
+	m.sig = sig
+	return m
+}
+
+// replay runs the plan known for m's signature, if any. ok is false when the
+// op must take the full path: no plan yet, or the plan no longer applies
+// (it is then dropped). A signature known to be unplannable stops planning.
+func (e *Engine) replay(op string, m *planMark, args []dispatch.Arg) (outs []OutTensor, ok bool, err error) {
+	p, known := e.d.plans[m.sig]
+	switch {
+	case known && p == nil:
+		m.mode = planNone
+		return nil, false, nil
+	case !known:
+		return nil, false, nil
+	case m.mode == planStrict:
+		outs, ok, err = e.replayStrict(p, args)
+	default:
+		outs, ok, err = e.replayFused(p, args)
+		if ok && err == nil {
+			err = e.recorded(op)
 		}
 	}
-	var fsig hlo.Hash
-	var mark *fusedMark
-	if e.mode == ModeFused && !e.capturing() && !e.noFusedPath {
-		s, ok := e.opSignature(op, args, true)
-		p, known := e.fusedPlans[s]
-		if ok && p != nil {
-			outs, ok, err := e.replayFused(p, args)
-			if ok {
-				if err == nil {
-					err = e.recorded(op)
-				}
-				if err != nil {
-					return nil, err
-				}
-				return outs, nil
-			}
-			delete(e.fusedPlans, s)
-			known = false
-		}
-		if ok && !known { // a signature whose op cannot be planned is known with a nil plan
-			if fsig, mark = s, e.markFused(args); mark != nil {
-				defer func() { e.fusedLog = nil }()
-			}
-		}
+	if !ok {
+		delete(e.d.plans, m.sig)
+		return nil, false, nil
 	}
-	execsBefore := e.m.Executions
-	if err := checkDTypes(args); err != nil {
-		return nil, err
+	if err != nil {
+		return nil, true, err
 	}
-	c := &dispatch.Ctx{Op: op, B: e.g.b, Args: args, R: e, NoHostChecks: e.capturing()}
+	return outs, true, nil
+}
+
+// lower runs the op's rule and places its results: new storages for a
+// functional op, the mutated arguments for in-place and out= ops, and the
+// rule's own writes.
+func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]OutTensor, *dispatch.Ctx, error) {
+	c := &dispatch.Ctx{Op: op, B: e.d.g.b, Args: args, R: e, NoHostChecks: e.capturing()}
 	e.cur, e.curOp = c, op
 	defer func() { e.cur = nil }()
 	results, err := entry.Rule.Fn(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var outs []OutTensor
 	switch entry.Variant {
 	case dispatch.Functional:
 		for k, r := range results {
 			o, err := e.newOutput(r, k)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			outs = append(outs, o)
 		}
@@ -124,75 +175,82 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		// self is a tensor, or a tensor list for the _foreach_ ops.
 		for i, h := range args[0].Handles {
 			if i >= len(results) {
-				return nil, fmt.Errorf("the rule gave %d results for %d tensors", len(results), len(args[0].Handles))
+				return nil, nil, fmt.Errorf("the rule gave %d results for %d tensors", len(results), len(args[0].Handles))
 			}
 			if err := e.writeResult(h.(*TensorDesc), results[i], "self"); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	case dispatch.OutVariant:
-		k := len(results)
-		if len(args) < k {
-			return nil, fmt.Errorf("expected %d out= arguments", k)
-		}
-		dsts := args[len(args)-k:]
-		var resize [][]int64
-		for i, r := range results {
-			d := dsts[len(resize)].Handles[0].(*TensorDesc)
-			if entry.Rule.OutKeepsShape && !slices.Equal(d.Sizes, r.T.Shape) && numel(d.Sizes) == numel(r.T.Shape) {
-				r = e.g.b.Reshape(r, d.Sizes...)
-				results[i] = r
-			}
-			if !slices.Equal(d.Sizes, r.T.Shape) {
-				resize = append(resize, r.T.Shape)
-			} else {
-				resize = append(resize, d.Sizes)
-			}
-		}
-		for i := range results {
-			if !slices.Equal(resize[i], dsts[i].Tensors[0].Sizes) {
-				return nil, &ResizeError{Sizes: resize}
-			}
-		}
-		for i, r := range results {
-			if err := e.writeResult(dsts[i].Handles[0].(*TensorDesc), r, "out"); err != nil {
-				return nil, err
-			}
+		if err := e.writeOuts(entry.Rule, args, results); err != nil {
+			return nil, nil, err
 		}
 	}
 	for _, w := range c.Writes {
 		if err := e.writeResult(args[w.Arg].Handles[w.Index].(*TensorDesc), w.V, "argument"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	e.keepRanges(c, entry.Variant, args, outs, len(results))
-	if mark != nil {
-		e.fusedLog = nil
-		var p *fusedPlan
-		if len(c.Ranges) == 0 { // a replay would not keep the ranges
-			p = e.makeFusedPlan(mark, args, outs)
-		}
-		if len(e.fusedPlans) >= maxPlans {
-			clear(e.fusedPlans)
-		}
-		e.fusedPlans[fsig] = p
-	}
-	var plan *opPlan
-	if planning && len(c.Ranges) == 0 { // as above
+	return outs, c, nil
+}
 
-		plan = e.makePlan(args, outs, execsBefore)
+// writeOuts writes an out= op's results into its trailing out= arguments,
+// or asks the caller to resize them (ResizeError) when their shapes differ.
+func (e *Engine) writeOuts(r *dispatch.Rule, args []dispatch.Arg, results []*hlo.Value) error {
+	k := len(results)
+	if len(args) < k {
+		return fmt.Errorf("expected %d out= arguments", k)
 	}
-	if err := e.recorded(op); err != nil {
-		return nil, err
-	}
-	if plan != nil && e.lastProg != "" {
-		if len(e.plans) >= maxPlans {
-			clear(e.plans)
+	dsts := args[len(args)-k:]
+	var resize [][]int64
+	for i, r0 := range results {
+		d := dsts[i].Handles[0].(*TensorDesc)
+		if r.OutKeepsShape && !slices.Equal(d.Sizes, r0.T.Shape) && numel(d.Sizes) == numel(r0.T.Shape) {
+			results[i] = e.d.g.b.Reshape(r0, d.Sizes...)
 		}
-		plan.key = e.lastProg
-		e.plans[sig] = plan
+		if !slices.Equal(d.Sizes, results[i].T.Shape) {
+			resize = append(resize, results[i].T.Shape)
+		} else {
+			resize = append(resize, d.Sizes)
+		}
 	}
-	return outs, nil
+	for i := range results {
+		if !slices.Equal(resize[i], dsts[i].Tensors[0].Sizes) {
+			return &ResizeError{Sizes: resize}
+		}
+	}
+	for i, v := range results {
+		if err := e.writeResult(dsts[i].Handles[0].(*TensorDesc), v, "out"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// learn makes a plan from what the op's rule just recorded (before the flush
+// policy runs), or returns nil when the op cannot be replayed.
+func (e *Engine) learn(m *planMark, args []dispatch.Arg, outs []OutTensor) *plan {
+	if m.mode == planStrict {
+		return e.makeStrictPlan(m, args, outs)
+	}
+	e.fusedLog = nil
+	return e.makeFusedPlan(m, args, outs)
+}
+
+// keepPlan stores what was learned under m's signature: in fused mode a plan
+// or nil (the signature cannot be planned); in strict mode a plan, with the key
+// of the program the flush launched.
+func (e *Engine) keepPlan(m *planMark, p *plan) {
+	switch m.mode {
+	case planFused:
+		e.d.plans.put(m.sig, p)
+	case planStrict:
+		if p != nil && e.lastProg != "" {
+			p.key = e.lastProg
+			e.d.plans.put(m.sig, p)
+		}
+	}
 }
 
 // recorded counts an op recorded into the pending graph and applies the
@@ -200,11 +258,11 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 // fused mode, none while capturing.
 func (e *Engine) recorded(op string) error {
 	e.m.OpsRecorded++
-	e.g.ops++
-	if len(e.g.first) < maxFirstOps {
-		e.g.first = append(e.g.first, op)
+	e.d.g.ops++
+	if len(e.d.g.first) < maxFirstOps {
+		e.d.g.first = append(e.d.g.first, op)
 	}
-	if e.capturing() || (e.mode == ModeFused && e.g.ops < e.fused) {
+	if e.capturing() || (e.mode == ModeFused && e.d.g.ops < e.fused) {
 		return nil
 	}
 	e.lastProg = ""
@@ -231,10 +289,10 @@ func (e *Engine) writeResult(d *TensorDesc, r *hlo.Value, what string) error {
 	v := r
 	if rd != d.DType {
 		if d.DType == dispatch.Bool {
-			zero := e.g.b.BroadcastTo(e.g.b.Scalar(r.T.Elem, 0), r.T.Shape)
-			v = e.g.b.Compare(hlo.NE, r, zero)
+			zero := e.d.g.b.BroadcastTo(e.d.g.b.Scalar(r.T.Elem, 0), r.T.Shape)
+			v = e.d.g.b.Compare(hlo.NE, r, zero)
 		} else {
-			v = e.g.b.Convert(r, d.DType.Elem())
+			v = e.d.g.b.Convert(r, d.DType.Elem())
 		}
 	}
 	return e.write(d, v)
@@ -243,7 +301,7 @@ func (e *Engine) writeResult(d *TensorDesc, r *hlo.Value, what string) error {
 // newOutput allocates a storage holding new result k, r, as its pending
 // value: contiguous, or in the memory order the caller asked for (layout.go).
 func (e *Engine) newOutput(r *hlo.Value, k int) (OutTensor, error) {
-	r = laidOut(e.g.b, r, e.outputOrder(k, len(r.T.Shape)))
+	r = laidOut(e.d.g.b, r, e.outputOrder(k, len(r.T.Shape)))
 	d := dispatch.FromElem(r.T.Elem)
 	n := numel(r.T.Shape) * int64(d.Size())
 	addr, err := e.newStorage(n, e.dev.cur)

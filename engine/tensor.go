@@ -46,7 +46,7 @@ func (e *Engine) Read(h any) *hlo.Value {
 			half := len(t.Host) / 2
 			re := e.Scalar(decodeScalar(t.Host[:half], el.Real()), el.Real())
 			im := e.Scalar(decodeScalar(t.Host[half:], el.Real()), el.Real())
-			return e.g.b.Complex(re, im)
+			return e.d.g.b.Complex(re, im)
 		}
 		return e.Scalar(decodeScalar(t.Host, t.DType.Elem()), t.DType.Elem())
 	}
@@ -65,9 +65,9 @@ func (e *Engine) Read(h any) *hlo.Value {
 		// A window of a materialized storage (a batch sliced from a dataset
 		// on the device, a row of a table) starts at runtime offsets, so the
 		// next window reuses the program.
-		return readViewWith(e.g.b, base, t.view(), e.windowStarts)
+		return readViewWith(e.d.g.b, base, t.view(), e.windowStarts)
 	}
-	return readView(e.g.b, base, t.view())
+	return readView(e.d.g.b, base, t.view())
 }
 
 // windowStarts returns runtime inputs holding the starts of a window read.
@@ -75,7 +75,7 @@ func (e *Engine) windowStarts(starts []int64) []*hlo.Value {
 	vs := make([]*hlo.Value, len(starts))
 	for i, s := range starts {
 		buf := e.scalarBuffer(scalarKey{hlo.S64, math.Float64bits(float64(s))})
-		vs[i] = e.g.scalarParam(buf, hlo.T(hlo.S64))
+		vs[i] = e.d.g.scalarParam(buf, hlo.T(hlo.S64))
 	}
 	return vs
 }
@@ -103,7 +103,7 @@ func dispatchShape(s []int64) string { return fmt.Sprint(s) }
 // baseValue returns st's whole value in the current graph, seen as dtype d.
 // A storage never written reads as zeros.
 func (e *Engine) baseValue(st *Storage, d dispatch.DType) *hlo.Value {
-	b := e.g.b
+	b := e.d.g.b
 	var v *hlo.Value
 	switch {
 	case !st.shaped:
@@ -111,7 +111,7 @@ func (e *Engine) baseValue(st *Storage, d dispatch.DType) *hlo.Value {
 	case st.pending != nil:
 		v = st.pending
 	case st.buf != nil:
-		v = e.g.param(st.buf, hlo.T(st.dtype.Elem(), st.shape...))
+		v = e.d.g.param(st.buf, hlo.T(st.dtype.Elem(), st.shape...))
 	default:
 		v = b.Constant(hlo.T(st.dtype.Elem(), st.shape...), 0)
 	}
@@ -195,7 +195,7 @@ func (e *Engine) write(t *TensorDesc, val *hlo.Value) error {
 	if err := checkBounds(st, t); err != nil {
 		return err
 	}
-	b := e.g.b
+	b := e.d.g.b
 	if !st.shaped {
 		if t.Offset == 0 && t.view().isContiguous() && numel(t.Sizes)*int64(t.DType.Size()) == st.nbytes {
 			st.shaped, st.dtype, st.shape = true, t.DType, append([]int64{}, t.Sizes...)

@@ -1,0 +1,273 @@
+package engine
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"math"
+
+	"torchtpu/dispatch"
+	"torchtpu/hlo"
+)
+
+// Op plans. The first call of an op signature (opSignature) runs the op's
+// rule, which checks the arguments and records the lowering; the engine then
+// learns a plan from what the rule recorded. Later calls with the same
+// signature replay the plan: no rule runs, no shape inference, no attribute
+// text. Their rules passed the same checks the first time. One plan type
+// serves both fast paths: strict mode adds the key of the op's program
+// (plan_strict.go), fused mode the fragment cut out of the pending graph
+// (plan_fused.go). Ops that read data to the host, draw random numbers,
+// upload one-off inputs or report value ranges are never planned.
+
+// maxPlans bounds a device's plan table; it is cleared when full.
+const maxPlans = 8192
+
+// plans is one device's plan table, by op signature. A signature whose op
+// cannot be planned is known with a nil plan, so it is not tried again.
+type plans map[hlo.Hash]*plan
+
+// put records p (nil: not plannable) under sig, clearing the table when full.
+func (ps plans) put(sig hlo.Hash, p *plan) {
+	if len(ps) >= maxPlans {
+		clear(ps)
+	}
+	ps[sig] = p
+}
+
+// plan replays one op signature.
+type plan struct {
+	// sources says where each input comes from. Strict mode: each program
+	// parameter in order. Fused mode: the argument storages whose values feed
+	// the fragment's inputs, then the numbers behind the parameters it adds.
+	sources []source
+	writes  []planWrite   // the storages the op gives values, in order
+	results []OutTensor   // functional results (shape and dtype; addresses are new each call)
+	key     string        // strict mode: the program's key in e.cache
+	frag    *hlo.Fragment // fused mode: the recorded ops
+	refs    []hlo.Ref     // fused mode: the fragment value of each write
+}
+
+type srcKind uint8
+
+const (
+	srcArg    srcKind = iota // the value of an argument's storage
+	srcScalar                // a cached number
+)
+
+// source is where a plan input comes from.
+type source struct {
+	kind     srcKind
+	arg, idx int // srcArg: argument and tensor index
+	scalar   scalarKey
+}
+
+// planWrite is a storage an op gives a value: new result result (when not
+// negative) or the storage of argument arg's tensor idx, with the dtype and
+// base shape it has afterwards (fused mode: a first write gives a storage its
+// shape).
+type planWrite struct {
+	result, arg, idx int
+	dtype            dispatch.DType
+	shape            []int64
+}
+
+// planMode says which fast path, if any, may plan the op about to run.
+type planMode uint8
+
+const (
+	planNone planMode = iota
+	planStrict
+	planFused
+)
+
+// planFor returns the fast path that may plan an op now: strict mode when
+// the device's graph is empty, fused mode unless TORCHTPU_FUSED_FAST_PATH=0;
+// never while a program is being captured or for a rule that declares it
+// cannot be planned.
+func (e *Engine) planFor(r *dispatch.Rule) planMode {
+	if e.capturing() {
+		return planNone
+	}
+	g := e.d.g
+	switch {
+	case e.mode == ModeStrict && g.ops == 0 && len(g.params) == 0 && len(g.pending) == 0:
+		return planStrict
+	case e.mode == ModeFused && !e.noFusedPath:
+		return planFused
+	}
+	return planNone
+}
+
+var sigSeed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+// opSignature hashes everything a rule's lowering may depend on: the op, every
+// non-tensor argument by value (Python numbers included: a rule may derive
+// other numbers from them), each tensor's view geometry and dtype, the state
+// of its storage, the bytes of CPU scalars, and which arguments share a
+// storage. Without pending, every storage must hold a buffer (the strict fast
+// path binds buffers); with it, a storage may also hold a pending value or
+// none, and its state and known integer range are a part of the signature
+// (the fused fast path reads values). ok is false when the op cannot be
+// planned.
+func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig hlo.Hash, ok bool) {
+	buf := e.sigBuf[:0]
+	u := func(v uint64) { buf = binary.LittleEndian.AppendUint64(buf, v) }
+	i64s := func(vs []int64) {
+		u(uint64(len(vs)))
+		for _, v := range vs {
+			u(uint64(v))
+		}
+	}
+	buf = append(buf, op...)
+	if pending { // the two fast paths share a table
+		buf = append(buf, 1)
+	} else {
+		buf = append(buf, 0)
+	}
+	var addrs []uint64
+	for _, a := range args {
+		u(uint64(a.Kind))
+		u(uint64(a.Int))
+		u(math.Float64bits(a.Double))
+		i64s(a.Ints)
+		u(uint64(len(a.Doubles)))
+		for _, d := range a.Doubles {
+			u(math.Float64bits(d))
+		}
+		u(uint64(len(a.Str)))
+		buf = append(buf, a.Str...)
+		u(uint64(len(a.Handles)))
+		for _, h := range a.Handles {
+			t := h.(*TensorDesc)
+			u(uint64(t.Offset))
+			u(uint64(t.DType))
+			i64s(t.Sizes)
+			i64s(t.Strides)
+			var flags uint64
+			if t.CPU {
+				flags |= 1
+			}
+			if t.Number {
+				flags |= 2
+			}
+			if t.Addr == 0 {
+				flags |= 4
+			}
+			u(flags)
+			u(uint64(len(t.Host)))
+			buf = append(buf, t.Host...)
+			if t.CPU || t.Addr == 0 {
+				continue
+			}
+			st, found := e.storages[t.Addr]
+			if !found {
+				return hlo.Hash{}, false
+			}
+			if !pending && (!st.shaped || st.buf == nil || st.pending != nil) {
+				return hlo.Hash{}, false
+			}
+			u(uint64(st.nbytes))
+			u(uint64(st.dtype))
+			i64s(st.shape)
+			if pending {
+				u(uint64(storageState(st)))
+				if st.pending != nil {
+					u(uint64(len(st.pending.T.Elem)))
+					buf = append(buf, st.pending.T.Elem...)
+					i64s(st.pending.T.Shape)
+				}
+				if st.known != nil {
+					u(1)
+					u(uint64(st.known.lo))
+					u(uint64(st.known.hi))
+				} else {
+					u(0)
+				}
+			}
+			// Which earlier tensor argument shares this storage, if any.
+			class := len(addrs)
+			for k, a := range addrs {
+				if a == t.Addr {
+					class = k
+					break
+				}
+			}
+			u(uint64(class))
+			addrs = append(addrs, t.Addr)
+		}
+	}
+	layoutsKey(u, e.layouts)
+	e.sigBuf = buf
+	return hlo.Hash{Lo: maphash.Bytes(sigSeed[0], buf), Hi: maphash.Bytes(sigSeed[1], buf)}, true
+}
+
+// writtenStorage returns the storage written by w: a new result from
+// results, or the storage of an argument.
+func (e *Engine) writtenStorage(results []*Storage, args []dispatch.Arg, w planWrite) *Storage {
+	if w.result >= 0 {
+		return results[w.result]
+	}
+	return e.argStorage(args, w.arg, w.idx)
+}
+
+// argStorage returns the storage of tensor idx of argument arg.
+func (e *Engine) argStorage(args []dispatch.Arg, arg, idx int) *Storage {
+	t := args[arg].Handles[idx].(*TensorDesc)
+	return e.storages[t.Addr]
+}
+
+// argPositions maps each tpu storage among args to its first (argument,
+// tensor index).
+func argPositions(args []dispatch.Arg) map[uint64][2]int {
+	pos := map[uint64][2]int{}
+	for i, a := range args {
+		for j, h := range a.Handles {
+			if t := h.(*TensorDesc); !t.CPU && t.Addr != 0 {
+				if _, seen := pos[t.Addr]; !seen {
+					pos[t.Addr] = [2]int{i, j}
+				}
+			}
+		}
+	}
+	return pos
+}
+
+// resultShapes returns the shape and dtype of each functional result, and
+// the result index of each result's address.
+func resultShapes(outs []OutTensor) ([]OutTensor, map[uint64]int) {
+	var rs []OutTensor
+	index := map[uint64]int{}
+	for i, o := range outs {
+		index[o.Addr] = i
+		rs = append(rs, OutTensor{NBytes: o.NBytes, DType: o.DType, Sizes: o.Sizes})
+	}
+	return rs, index
+}
+
+// newResults allocates a contiguous storage for each result a plan replays
+// (shape and dtype from rs), or none when one allocation fails.
+func (e *Engine) newResults(rs []OutTensor) (sts []*Storage, outs []OutTensor, err error) {
+	for _, r := range rs {
+		addr, err := e.newStorage(r.NBytes, e.dev.cur)
+		if err != nil {
+			for _, st := range sts {
+				e.freeStorage(st)
+			}
+			return nil, nil, err
+		}
+		st := e.storages[addr]
+		st.shaped, st.dtype, st.shape = true, r.DType, append([]int64{}, r.Sizes...)
+		sts = append(sts, st)
+		outs = append(outs, OutTensor{Addr: addr, NBytes: r.NBytes, DType: r.DType, Sizes: st.shape})
+	}
+	return sts, outs, nil
+}
+
+// freeStorage undoes newStorage for a result that was never handed out.
+func (e *Engine) freeStorage(st *Storage) {
+	delete(e.storages, st.addr)
+	e.live--
+	e.liveB -= st.nbytes
+	e.dropBuffer(st.buf)
+	e.addrs.release(st.addr, st.nbytes)
+}

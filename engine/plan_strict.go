@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"torchtpu/dispatch"
+	"torchtpu/pjrt"
+)
+
+// The strict fast path. In strict mode every op is a program of its own; a
+// plan (plan.go) launches that program directly: which argument storage or
+// cached number feeds each parameter, and which storage each result goes to.
+// No builder records and no text is printed.
+
+// makeStrictPlan learns how the op just lowered into the device's graph
+// (before its flush) maps onto its arguments, or returns nil when it cannot
+// be replayed. Its key is set once the flush has named the program.
+func (e *Engine) makeStrictPlan(m *planMark, args []dispatch.Arg, outs []OutTensor) *plan {
+	g := e.d.g
+	if e.m.Executions != m.execs || len(g.extra) > 0 {
+		return nil // the rule read data to the host
+	}
+	byBuf := map[*pjrt.Buffer]source{}
+	for i, a := range args {
+		for j, h := range a.Handles {
+			t := h.(*TensorDesc)
+			if t.CPU || t.Addr == 0 {
+				continue
+			}
+			if st := e.storages[t.Addr]; st != nil && st.buf != nil {
+				if _, seen := byBuf[st.buf]; !seen {
+					byBuf[st.buf] = source{kind: srcArg, arg: i, idx: j}
+				}
+			}
+		}
+	}
+	p := &plan{}
+	for _, b := range g.params {
+		if src, ok := byBuf[b]; ok {
+			p.sources = append(p.sources, src)
+			continue
+		}
+		k, ok := e.d.scalarOf[b]
+		if !ok {
+			return nil // a one-off upload (seeds, indices)
+		}
+		p.sources = append(p.sources, source{kind: srcScalar, scalar: k})
+	}
+	var results map[uint64]int
+	p.results, results = resultShapes(outs)
+	byAddr := argPositions(args)
+	for _, st := range g.pending {
+		if st.pending == nil {
+			continue
+		}
+		if r, ok := results[st.addr]; ok {
+			p.writes = append(p.writes, planWrite{result: r})
+			continue
+		}
+		ai, ok := byAddr[st.addr]
+		if !ok {
+			return nil
+		}
+		p.writes = append(p.writes, planWrite{result: -1, arg: ai[0], idx: ai[1]})
+	}
+	return p
+}
+
+// replayStrict runs plan p on args: it binds the parameters, allocates the
+// new results and launches the cached program. It reports ok=false when the
+// program has left the cache (the caller then takes the full path).
+func (e *Engine) replayStrict(p *plan, args []dispatch.Arg) (outs []OutTensor, ok bool, err error) {
+	x, found := e.cache.Get(p.key)
+	if !found {
+		return nil, false, nil
+	}
+	prog := x.(*program)
+	bufs := make([]*pjrt.Buffer, len(prog.used))
+	for i, pi := range prog.used {
+		src := p.sources[pi]
+		if src.kind == srcScalar {
+			bufs[i] = e.scalarBuffer(src.scalar)
+		} else {
+			bufs[i] = e.argStorage(args, src.arg, src.idx).buf
+		}
+	}
+	sts, outs, err := e.newResults(p.results)
+	if err != nil {
+		return nil, true, err
+	}
+	l := launch{key: p.key, ops: 1, device: e.dev.cur, donated: prog.donated}
+	_, err = e.execute(l, prog.exe, bufs, func(results []*pjrt.Buffer) []*pjrt.Buffer {
+		var replaced []*pjrt.Buffer
+		for i, w := range p.writes {
+			st := e.writtenStorage(sts, args, w)
+			replaced = append(replaced, st.buf)
+			st.buf = results[i]
+		}
+		return replaced
+	})
+	if err != nil {
+		for _, st := range sts {
+			e.freeStorage(st)
+		}
+		return nil, true, err
+	}
+	e.m.CacheHits++
+	e.m.FastPathHits++
+	e.m.OpsRecorded++
+	return outs, true, nil
+}
