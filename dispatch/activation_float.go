@@ -148,5 +148,5 @@ func init() {
 	def("aten::threshold", thresholdRule)
 	def("aten::_prelu_kernel", preluKernel)
 	def("aten::_prelu_kernel_backward", preluKernelBackward)
-	def("aten::rrelu_with_noise", rreluWithNoise)
+	def("aten::rrelu_with_noise", rreluWithNoise).Needs = random
 }

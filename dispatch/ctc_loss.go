@@ -246,6 +246,6 @@ func ctcLossRule(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::_ctc_loss", ctcLossRule, "aten::_ctc_loss.out")
-	def("aten::_ctc_loss.Tensor", ctcLossRule, "aten::_ctc_loss.Tensor_out")
+	def("aten::_ctc_loss", ctcLossRule, "aten::_ctc_loss.out").Needs = Needs{Uploads: true}
+	def("aten::_ctc_loss.Tensor", ctcLossRule, "aten::_ctc_loss.Tensor_out").Needs = Needs{HostArgs: []int{2, 3}, Uploads: true}
 }

@@ -137,6 +137,6 @@ func ctcSameShape(a, b []int64) bool {
 }
 
 func init() {
-	def("aten::_ctc_loss_backward", ctcLossBackwardRule, "aten::_ctc_loss_backward.out")
-	def("aten::_ctc_loss_backward.Tensor", ctcLossBackwardRule)
+	def("aten::_ctc_loss_backward", ctcLossBackwardRule, "aten::_ctc_loss_backward.out").Needs = Needs{Uploads: true}
+	def("aten::_ctc_loss_backward.Tensor", ctcLossBackwardRule).Needs = Needs{HostArgs: []int{3, 4}, Uploads: true}
 }

@@ -277,8 +277,8 @@ func embeddingRenorm(c *Ctx) ([]*hlo.Value, error) {
 
 func init() {
 	def("aten::embedding_renorm", embeddingRenorm, "aten::embedding_renorm.out")
-	def("aten::_embedding_bag", embeddingBag, "aten::_embedding_bag.out")
-	def("aten::_embedding_bag_forward_only", embeddingBag, "aten::_embedding_bag_forward_only.out")
+	def("aten::_embedding_bag", embeddingBag, "aten::_embedding_bag.out").Needs = Needs{HostArgs: []int{1, 2}, Uploads: true}
+	def("aten::_embedding_bag_forward_only", embeddingBag, "aten::_embedding_bag_forward_only.out").Needs = Needs{HostArgs: []int{1, 2}, Uploads: true}
 	def("aten::_embedding_bag_dense_backward", embeddingBagBackward, "aten::_embedding_bag_dense_backward.out")
 	def("aten::_embedding_bag_per_sample_weights_backward", embeddingBagPSWBackward,
 		"aten::_embedding_bag_per_sample_weights_backward.out")

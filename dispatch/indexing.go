@@ -398,11 +398,12 @@ func maskedScatter(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::index.Tensor", indexRule, "aten::index.Tensor_out")
+	def("aten::index.Tensor", indexRule, "aten::index.Tensor_out").Needs = hostIndices
 	r := def("aten::index_put", indexPut)
+	r.Needs = hostIndices
 	alias("aten::_index_put_impl_", r, Inplace)
-	def("aten::nonzero", nonzero).DataDependent = true
-	def("aten::masked_select", maskedSelect).DataDependent = true
-	def("aten::repeat_interleave.Tensor", repeatInterleave, "aten::repeat_interleave.Tensor_out").DataDependent = true
-	def("aten::masked_scatter", maskedScatter)
+	def("aten::nonzero", nonzero).Needs = Needs{HostArgs: []int{0}, Results: true, Uploads: true}
+	def("aten::masked_select", maskedSelect).Needs = Needs{HostArgs: []int{1}, Uploads: true}
+	def("aten::repeat_interleave.Tensor", repeatInterleave, "aten::repeat_interleave.Tensor_out").Needs = Needs{HostArgs: []int{0}, Uploads: true}
+	def("aten::masked_scatter", maskedScatter).Needs = Needs{HostArgs: []int{1}, Uploads: true}
 }

@@ -122,7 +122,7 @@ func choleskyInverse(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::linalg_cholesky_ex", linalgCholeskyEx, "aten::linalg_cholesky_ex.L")
+	def("aten::linalg_cholesky_ex", linalgCholeskyEx, "aten::linalg_cholesky_ex.L").Needs = readsResults
 	def("aten::_cholesky_solve_helper", cholSolveHelper)
 	def("aten::cholesky_inverse", choleskyInverse)
 }

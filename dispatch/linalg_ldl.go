@@ -320,6 +320,6 @@ func linalgLdlSolve(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::linalg_ldl_factor_ex", linalgLdlFactorEx)
+	def("aten::linalg_ldl_factor_ex", linalgLdlFactorEx).Needs = readsResults
 	def("aten::linalg_ldl_solve", linalgLdlSolve)
 }

@@ -132,7 +132,7 @@ func linalgLstsq(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::linalg_lstsq", linalgLstsq)
+	def("aten::linalg_lstsq", linalgLstsq).Needs = readsResults
 }
 
 // qrUnbroadcast takes x, whose first nbatch dims are a broadcast of the

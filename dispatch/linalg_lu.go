@@ -214,7 +214,7 @@ func linalgLu(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::linalg_lu_factor_ex", linalgLuFactorEx)
+	def("aten::linalg_lu_factor_ex", linalgLuFactorEx).Needs = readsResults
 	def("aten::lu_unpack", luUnpack)
 	def("aten::linalg_lu", linalgLu)
 }

@@ -188,6 +188,6 @@ func linalgInvEx(c *Ctx) ([]*hlo.Value, error) {
 
 func init() {
 	def("aten::linalg_lu_solve", linalgLuSolve)
-	def("aten::_linalg_solve_ex", linalgSolveEx, "aten::_linalg_solve_ex.result")
-	def("aten::linalg_inv_ex", linalgInvEx, "aten::linalg_inv_ex.inverse")
+	def("aten::_linalg_solve_ex", linalgSolveEx, "aten::_linalg_solve_ex.result").Needs = readsResults
+	def("aten::linalg_inv_ex", linalgInvEx, "aten::linalg_inv_ex.inverse").Needs = readsResults
 }

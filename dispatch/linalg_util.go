@@ -159,9 +159,9 @@ func luStarts(b *hlo.Builder, nb int, rest ...*hlo.Value) []*hlo.Value {
 // luRaise implements check_errors=True: it reads the int32 info values that
 // infoOf computes to the host and returns PyTorch's error for the first
 // nonzero one (msg gives the text for an info value; batched inputs name
-// the batch element). Rules call it before building their results: the
-// read is a sync that starts a new graph, so values built before it are
-// stale and c.T must be read again.
+// the batch element). The read computes the info values in a program of
+// their own and leaves the graph as it is (rules that call it declare
+// Needs.Results).
 func luRaise(c *Ctx, batched bool, infoOf func() *hlo.Value, msg func(info int64) string) error {
 	vals, err := c.R.Int64Values(infoOf())
 	if err != nil {

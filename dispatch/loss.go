@@ -260,10 +260,10 @@ func mseLossBackward(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::nll_loss_forward", nllLoss(false), "aten::nll_loss_forward.output")
-	def("aten::nll_loss2d_forward", nllLoss(true), "aten::nll_loss2d_forward.output")
-	def("aten::nll_loss_backward", nllLossBackward(false), "aten::nll_loss_backward.grad_input")
-	def("aten::nll_loss2d_backward", nllLossBackward(true), "aten::nll_loss2d_backward.grad_input")
+	def("aten::nll_loss_forward", nllLoss(false), "aten::nll_loss_forward.output").Needs = hostArgs(1)
+	def("aten::nll_loss2d_forward", nllLoss(true), "aten::nll_loss2d_forward.output").Needs = hostArgs(1)
+	def("aten::nll_loss_backward", nllLossBackward(false), "aten::nll_loss_backward.grad_input").Needs = hostArgs(2)
+	def("aten::nll_loss2d_backward", nllLossBackward(true), "aten::nll_loss2d_backward.grad_input").Needs = hostArgs(2)
 	def("aten::mse_loss", mseLoss)
 	def("aten::mse_loss_backward", mseLossBackward, "aten::mse_loss_backward.grad_input")
 }

@@ -173,6 +173,6 @@ func multiMarginLossBackward(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::multi_margin_loss", multiMarginLoss)
+	def("aten::multi_margin_loss", multiMarginLoss).Needs = hostArgs(1)
 	def("aten::multi_margin_loss_backward", multiMarginLossBackward, "aten::multi_margin_loss_backward.grad_input")
 }

@@ -145,5 +145,5 @@ func multinomialRule(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::multinomial", multinomialRule)
+	def("aten::multinomial", multinomialRule).Needs = Needs{Results: true, Random: true}
 }

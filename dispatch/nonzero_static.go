@@ -33,5 +33,5 @@ func nonzeroStatic(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::nonzero_static", nonzeroStatic)
+	def("aten::nonzero_static", nonzeroStatic).Needs = Needs{HostArgs: []int{0}, Results: true, Uploads: true}
 }

@@ -89,7 +89,7 @@ func geometricRule(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::cauchy", cauchyRule)
-	def("aten::log_normal", logNormalRule)
-	def("aten::geometric", geometricRule)
+	def("aten::cauchy", cauchyRule).Needs = random
+	def("aten::log_normal", logNormalRule).Needs = random
+	def("aten::geometric", geometricRule).Needs = random
 }

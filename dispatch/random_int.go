@@ -137,22 +137,24 @@ func nativeDropoutBackward(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::uniform", uniformRule)
+	def("aten::uniform", uniformRule).Needs = random
 	r := def("aten::normal_functional", normalRule, "")
+	r.Needs = random
 	alias("aten::normal_", r, Inplace)
 	alias("aten::normal.out", r, OutVariant)
-	def("aten::normal.Tensor_Tensor", normalTensors, "aten::normal.Tensor_Tensor_out")
-	def("aten::normal.Tensor_float", normalTensors, "aten::normal.Tensor_float_out")
-	def("aten::normal.float_Tensor", normalTensors, "aten::normal.float_Tensor_out")
+	def("aten::normal.Tensor_Tensor", normalTensors, "aten::normal.Tensor_Tensor_out").Needs = random
+	def("aten::normal.Tensor_float", normalTensors, "aten::normal.Tensor_float_out").Needs = random
+	def("aten::normal.float_Tensor", normalTensors, "aten::normal.float_Tensor_out").Needs = random
 	r = def("aten::bernoulli.p", bernoulliP, "aten::bernoulli.float_out")
+	r.Needs = random
 	alias("aten::bernoulli_.float", r, Inplace)
-	def("aten::bernoulli.Tensor", bernoulliTensor(1, 2), "aten::bernoulli.Tensor_out")
-	def("aten::bernoulli", bernoulliTensor(-1, 1))
-	def("aten::exponential", exponentialRule)
-	def("aten::random", randomRange(false, false))
-	def("aten::random.to", randomRange(false, true), "aten::random.to_out")
-	def("aten::random.from", randomRange(true, true), "aten::random.from_out")
-	alias("aten::randperm.generator_out", &Rule{Name: "aten::randperm.generator_out", Fn: randpermOut}, OutVariant)
-	def("aten::native_dropout", nativeDropout, "")
+	def("aten::bernoulli.Tensor", bernoulliTensor(1, 2), "aten::bernoulli.Tensor_out").Needs = random
+	def("aten::bernoulli", bernoulliTensor(-1, 1)).Needs = random
+	def("aten::exponential", exponentialRule).Needs = random
+	def("aten::random", randomRange(false, false)).Needs = random
+	def("aten::random.to", randomRange(false, true), "aten::random.to_out").Needs = random
+	def("aten::random.from", randomRange(true, true), "aten::random.from_out").Needs = random
+	alias("aten::randperm.generator_out", &Rule{Name: "aten::randperm.generator_out", Fn: randpermOut, Needs: random}, OutVariant)
+	def("aten::native_dropout", nativeDropout, "").Needs = random
 	def("aten::native_dropout_backward", nativeDropoutBackward)
 }

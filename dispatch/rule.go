@@ -19,17 +19,17 @@ type Reader interface {
 	// Scalar returns a rank-0 runtime input holding v as element type e, so a
 	// changing number does not change the compiled program.
 	Scalar(v float64, e hlo.Elem) *hlo.Value
-	// Int64s reads the values of an integer tensor argument to the host. It is
-	// a sync point that flushes the graph: rules use it only to check indices
-	// at the call site, before they read any tensor value.
+	// Int64s reads the values of an integer tensor argument to the host. The
+	// rule declares the argument in Needs.HostArgs: the engine reads it before
+	// the rule runs, so the read never flushes the graph under the rule.
 	Int64s(handle any) ([]int64, error)
 	// ScalarInt is Scalar for an exact 64-bit integer (seeds, counters).
 	ScalarInt(v int64, e hlo.Elem) *hlo.Value
 	// Int64Tensor uploads host integers of the given shape as a runtime
 	// input (indices computed on the host after a sync, e.g. from a mask).
 	Int64Tensor(vals []int64, shape []int64) *hlo.Value
-	// Int64Values reads an integer or bool value of the current graph to the
-	// host, like Int64s (a sync point; values read before it are stale).
+	// Int64Values computes an integer or bool value of the current graph and
+	// reads it to the host, leaving the graph as it is (Needs.Results).
 	Int64Values(v *hlo.Value) ([]int64, error)
 }
 
@@ -82,14 +82,54 @@ type Fn func(c *Ctx) ([]*hlo.Value, error)
 type Rule struct {
 	Name string
 	Fn   Fn
-	// DataDependent marks ops whose output shape depends on values.
-	DataDependent bool
+	// Needs declares what the rule needs besides its arguments' device values.
+	Needs Needs
 	// OutKeepsShape marks out= ops that resize their out tensor only when its
 	// element count differs from the result's (the range factories): an out
 	// of another shape but the same count keeps its shape and receives the
 	// values in row-major order.
 	OutKeepsShape bool
 }
+
+// Needs declares what a rule needs besides its arguments' device values. The
+// engine reads it before lowering: it reads the declared host arguments to
+// the host before the rule runs (so no read flushes the graph under a running
+// rule), and it never plans a rule that reads its own results, draws random
+// numbers or uploads host values (a replay would reuse the first call's).
+// An undeclared need is an error where TORCHTPU_CHECK_NEEDS=1 (the tests set
+// it); elsewhere it still runs correctly, unplanned.
+type Needs struct {
+	// HostArgs lists the arguments whose values the rule may read to the host
+	// (indices to check, masks, lengths, offsets).
+	HostArgs []int
+	// Results marks a rule that reads values it computed to the host (a
+	// data-dependent shape, a numerical error check).
+	Results bool
+	// Random marks a rule that draws random numbers (a new seed each call).
+	Random bool
+	// Uploads marks a rule that uploads values computed on the host.
+	Uploads bool
+}
+
+// Plannable reports whether a replay of the rule's first lowering may stand
+// for later calls with the same signature. Host arguments alone do not
+// prevent it: the engine plans such an op only when it knows their value
+// ranges (and the signature holds them).
+func (n Needs) Plannable() bool { return !n.Results && !n.Random && !n.Uploads }
+
+// hostArgs declares that a rule reads arguments args to the host.
+func hostArgs(args ...int) Needs { return Needs{HostArgs: args} }
+
+// random declares that a rule draws random numbers.
+var random = Needs{Random: true}
+
+// readsResults declares that a rule reads values it computed (numerical error checks).
+var readsResults = Needs{Results: true}
+
+// hostIndices declares the advanced-indexing rules' needs: the index list
+// (argument 1) is read to check and wrap integer indices and to turn masks
+// into positions, which are uploaded.
+var hostIndices = Needs{HostArgs: []int{1}, Uploads: true}
 
 // Variant says how a table name relates to its functional rule.
 type Variant int

@@ -265,10 +265,10 @@ func indexReduce(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::scatter_reduce.two", scatterReduceRule("scatter_reduce", false), "aten::scatter_reduce.two_out")
-	def("aten::scatter.reduce", scatterReduceRule("scatter", true), "aten::scatter.reduce_out")
-	def("aten::scatter.value_reduce", scatterReduceRule("scatter", true), "aten::scatter.value_reduce_out")
-	def("aten::index_add", indexAdd)
-	def("aten::index_copy", indexCopy)
-	def("aten::index_reduce", indexReduce)
+	def("aten::scatter_reduce.two", scatterReduceRule("scatter_reduce", false), "aten::scatter_reduce.two_out").Needs = hostArgs(2)
+	def("aten::scatter.reduce", scatterReduceRule("scatter", true), "aten::scatter.reduce_out").Needs = hostArgs(2)
+	def("aten::scatter.value_reduce", scatterReduceRule("scatter", true), "aten::scatter.value_reduce_out").Needs = hostArgs(2)
+	def("aten::index_add", indexAdd).Needs = hostArgs(2)
+	def("aten::index_copy", indexCopy).Needs = hostArgs(2)
+	def("aten::index_reduce", indexReduce).Needs = hostArgs(2)
 }

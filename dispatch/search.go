@@ -182,5 +182,5 @@ func bincount(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::bincount", bincount).DataDependent = true
+	def("aten::bincount", bincount).Needs = hostArgs(0)
 }

@@ -242,6 +242,6 @@ func opmathType(d DType) DType {
 }
 
 func init() {
-	def("aten::segment_reduce", segmentReduce)
+	def("aten::segment_reduce", segmentReduce).Needs = hostArgs(2)
 	def("aten::_segment_reduce_backward", segmentReduceBackward)
 }

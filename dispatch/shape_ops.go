@@ -453,11 +453,11 @@ func channelShuffle(c *Ctx) ([]*hlo.Value, error) {
 
 func init() {
 	def("aten::cat", catRule)
-	def("aten::index_select", indexSelect)
-	def("aten::gather", gatherRule)
-	def("aten::scatter.src", scatterRule("scatter", false), "aten::scatter.src_out")
-	def("aten::scatter.value", scatterRule("scatter", false), "aten::scatter.value_out")
-	def("aten::scatter_add", scatterRule("scatter_add", true))
+	def("aten::index_select", indexSelect).Needs = hostArgs(2)
+	def("aten::gather", gatherRule).Needs = hostArgs(2)
+	def("aten::scatter.src", scatterRule("scatter", false), "aten::scatter.src_out").Needs = hostArgs(2)
+	def("aten::scatter.value", scatterRule("scatter", false), "aten::scatter.value_out").Needs = hostArgs(2)
+	def("aten::scatter_add", scatterRule("scatter_add", true)).Needs = hostArgs(2)
 	def("aten::flip", flipRule)
 	def("aten::roll", rollRule)
 	def("aten::tril", triRule("tril", true))

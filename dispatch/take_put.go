@@ -78,6 +78,6 @@ func putRule(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::take", takeRule)
-	def("aten::put", putRule)
+	def("aten::take", takeRule).Needs = hostArgs(1)
+	def("aten::put", putRule).Needs = hostArgs(1)
 }

@@ -150,8 +150,8 @@ func unique1(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::_unique2", unique2).DataDependent = true
-	def("aten::index_fill.int_Scalar", indexFill, "aten::index_fill.int_Scalar_out")
-	def("aten::index_fill.int_Tensor", indexFill, "aten::index_fill.int_Tensor_out")
-	def("aten::_unique", unique1).DataDependent = true
+	def("aten::_unique2", unique2).Needs = Needs{Results: true, Uploads: true}
+	def("aten::index_fill.int_Scalar", indexFill, "aten::index_fill.int_Scalar_out").Needs = Needs{HostArgs: []int{2}, Uploads: true}
+	def("aten::index_fill.int_Tensor", indexFill, "aten::index_fill.int_Tensor_out").Needs = Needs{HostArgs: []int{2}, Uploads: true}
+	def("aten::_unique", unique1).Needs = Needs{Results: true, Uploads: true}
 }

@@ -97,5 +97,5 @@ func uniqueConsecutive(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::unique_consecutive", uniqueConsecutive).DataDependent = true
+	def("aten::unique_consecutive", uniqueConsecutive).Needs = Needs{Results: true, Uploads: true}
 }

@@ -42,14 +42,15 @@ type Engine struct {
 	cache       *compile_cache.LRU
 	tiers       *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
 	options     []byte
-	d           *deviceState // the state of the device ops record for (devices.go)
-	sigBuf      []byte       // scratch for opSignature
-	layouts     [][]int64    // the memory order of the running op's new results (layout.go)
-	fusedLog    *planMark    // the op being planned for the fused fast path, if any
-	noFusedPath bool         // TORCHTPU_FUSED_FAST_PATH=0
-	noPhaseCut  bool         // TORCHTPU_BACKWARD_CUT=0
-	lastProg    string       // the cache key of the program flush launched last
-	events      []inFlight   // launched work that may still run
+	d           *deviceState            // the state of the device ops record for (devices.go)
+	sigBuf      []byte                  // scratch for opSignature
+	layouts     [][]int64               // the memory order of the running op's new results (layout.go)
+	hostVals    map[*TensorDesc][]int64 // the running rule's declared host arguments, read (needs.go)
+	fusedLog    *planMark               // the op being planned for the fused fast path, if any
+	noFusedPath bool                    // TORCHTPU_FUSED_FAST_PATH=0
+	noPhaseCut  bool                    // TORCHTPU_BACKWARD_CUT=0
+	lastProg    string                  // the cache key of the program flush launched last
+	events      []inFlight              // launched work that may still run
 	forked      bool
 	m           Metrics
 	fused       int // op count that forces a flush in fused mode
@@ -59,6 +60,7 @@ type Engine struct {
 	curOp       string              // the op being recorded, for error messages
 	pluginID    string              // the plugin identity, a part of every cache key
 	checkNaNs   bool                // TORCHTPU_CHECK_NANS=1
+	checkNeeds  bool                // TORCHTPU_CHECK_NEEDS=1: an undeclared need of a rule is an error (needs.go)
 	noDonate    bool                // TORCHTPU_DONATE=0
 	dumpWarned  bool                // TORCHTPU_DUMP_DIR could not be written
 	hcBase      pjrt.HostCacheStats // host cache counters at the last metrics reset
@@ -97,6 +99,7 @@ func New() *Engine {
 	e.logs = readLogTopics()
 	e.limit = memoryLimit()
 	e.checkNaNs = os.Getenv("TORCHTPU_CHECK_NANS") == "1"
+	e.checkNeeds = os.Getenv("TORCHTPU_CHECK_NEEDS") == "1"
 	e.noDonate = os.Getenv("TORCHTPU_DONATE") == "0"
 	e.noFusedPath = os.Getenv("TORCHTPU_FUSED_FAST_PATH") == "0"
 	e.noPhaseCut = os.Getenv("TORCHTPU_BACKWARD_CUT") == "0"

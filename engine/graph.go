@@ -106,6 +106,9 @@ func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
 // ScalarInt implements dispatch.Reader: an exact integer runtime input.
 // Unlike Scalar the buffer is not cached (seeds change every call).
 func (e *Engine) ScalarInt(v int64, elem hlo.Elem) *hlo.Value {
+	if err := e.needed(e.ruleNeeds().Random, "draws random numbers"); err != nil {
+		panic(err)
+	}
 	t0 := time.Now()
 	buf, err := e.client.BufferFromHost(encodeInt(v, elem), pjrtType(elem), nil, e.dev.cur)
 	if err != nil {
@@ -119,6 +122,9 @@ func (e *Engine) ScalarInt(v int64, elem hlo.Elem) *hlo.Value {
 
 // Int64Tensor implements dispatch.Reader: host integers as a runtime input.
 func (e *Engine) Int64Tensor(vals []int64, shape []int64) *hlo.Value {
+	if err := e.needed(e.ruleNeeds().Uploads, "uploads values computed on the host"); err != nil {
+		panic(err)
+	}
 	raw := make([]byte, 8*len(vals))
 	for i, v := range vals {
 		copy(raw[8*i:], encodeInt(v, hlo.S64))

@@ -134,71 +134,68 @@ func (t *TensorDesc) offsetFreeWhole(base []int64) bool {
 }
 
 // Int64s implements dispatch.Reader: the values of an integer tensor, read to
-// the host (a sync point).
+// the host (a sync point). A declared host argument of the running rule was
+// read before the rule started (needs.go).
 func (e *Engine) Int64s(h any) ([]int64, error) {
 	t := h.(*TensorDesc)
+	if vals, ok := e.hostVals[t]; ok {
+		return slices.Clone(vals), nil
+	}
 	if !t.DType.IsIntegral(true) {
 		return nil, fmt.Errorf("expected an integer tensor, got %s", t.DType)
 	}
 	n := numel(t.Sizes)
 	size := t.DType.Size()
 	raw := make([]byte, n*int64(size))
-	e.why = whyRuleReads
-	defer func() { e.why = "" }()
-	if err := e.toHost(t, raw); err != nil {
-		return nil, err
-	}
 	if e.cur != nil {
-		e.cur.B = e.d.g.b // the read flushed: the running rule continues in the new graph
-	}
-	out := make([]int64, n)
-	for i := range out {
-		b := raw[i*size : (i+1)*size]
-		switch t.DType {
-		case dispatch.Int64:
-			out[i] = int64(binary.LittleEndian.Uint64(b))
-		default:
-			out[i] = int64(decodeScalar(b, t.DType.Elem()))
+		if err := e.needed(e.declaredHostArg(t), "reads an argument's values to the host"); err != nil {
+			return nil, err
+		}
+		if err := e.readWhileRecording(t, raw); err != nil {
+			return nil, err
+		}
+	} else {
+		e.why = whyRuleReads
+		err := e.toHost(t, raw)
+		e.why = ""
+		if err != nil {
+			return nil, err
 		}
 	}
-	return out, nil
+	return decodeInt64s(raw, t.DType), nil
 }
 
 // Int64Values implements dispatch.Reader: an integer or bool value of the
-// current graph, computed and read to the host.
+// current graph, computed and read to the host. The graph is not consumed:
+// the rule goes on recording into it.
 func (e *Engine) Int64Values(v *hlo.Value) ([]int64, error) {
 	d := dispatch.FromElem(v.T.Elem)
 	if !d.IsIntegral(true) {
 		return nil, fmt.Errorf("expected an integer value, got %s", d)
 	}
-	e.d.g.extra = append(e.d.g.extra, v)
-	e.why = whyRuleReads
-	bufs, err := e.flushExtra()
-	if e.cur != nil {
-		e.cur.B = e.d.g.b
-	}
-	if err != nil {
+	if err := e.needed(e.ruleNeeds().Results, "reads values it computed to the host"); err != nil {
 		return nil, err
 	}
-	defer bufs[0].Destroy()
-	n := numel(v.T.Shape)
-	size := d.Size()
-	raw := make([]byte, n*int64(size))
-	if n > 0 {
-		if err := e.copyToHost(bufs[0], raw, "values a rule reads"); err != nil {
-			return nil, err
-		}
+	raw := make([]byte, numel(v.T.Shape)*int64(d.Size()))
+	if err := e.evaluateToHost(v, raw); err != nil {
+		return nil, err
 	}
-	out := make([]int64, n)
+	return decodeInt64s(raw, d), nil
+}
+
+// decodeInt64s decodes host bytes of integer or bool dtype d.
+func decodeInt64s(raw []byte, d dispatch.DType) []int64 {
+	size := d.Size()
+	out := make([]int64, len(raw)/size)
 	for i := range out {
 		b := raw[i*size : (i+1)*size]
 		if d == dispatch.Int64 {
 			out[i] = int64(binary.LittleEndian.Uint64(b))
 		} else {
-			out[i] = int64(decodeScalar(b, v.T.Elem))
+			out[i] = int64(decodeScalar(b, d.Elem()))
 		}
 	}
-	return out, nil
+	return out
 }
 
 // StorageCopy copies the first nbytes of storage src into storage dst (for

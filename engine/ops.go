@@ -56,6 +56,13 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 			return outs, err
 		}
 	}
+	if reads := e.hostArgsToRead(entry.Rule, args); len(reads) > 0 || entry.Rule.Needs.Results {
+		m.mode = planNone
+		defer func() { e.hostVals = nil }()
+		if err := e.beforeRule(entry.Rule, reads); err != nil {
+			return nil, err
+		}
+	}
 	if m.mode == planFused && !e.markFused(m, args) {
 		m.mode = planNone
 	}

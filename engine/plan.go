@@ -85,7 +85,7 @@ const (
 // never while a program is being captured or for a rule that declares it
 // cannot be planned.
 func (e *Engine) planFor(r *dispatch.Rule) planMode {
-	if e.capturing() {
+	if e.capturing() || !r.Needs.Plannable() {
 		return planNone
 	}
 	g := e.d.g
@@ -106,8 +106,9 @@ var sigSeed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 // of its storage, the bytes of CPU scalars, and which arguments share a
 // storage. Without pending, every storage must hold a buffer (the strict fast
 // path binds buffers); with it, a storage may also hold a pending value or
-// none, and its state and known integer range are a part of the signature
-// (the fused fast path reads values). ok is false when the op cannot be
+// none, and its state is a part of the signature (the fused fast path reads
+// values). A known integer range is a part of both (a rule may skip an index
+// check for it). ok is false when the op cannot be
 // planned.
 func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig hlo.Hash, ok bool) {
 	buf := e.sigBuf[:0]
@@ -176,13 +177,14 @@ func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig 
 					buf = append(buf, st.pending.T.Elem...)
 					i64s(st.pending.T.Shape)
 				}
-				if st.known != nil {
-					u(1)
-					u(uint64(st.known.lo))
-					u(uint64(st.known.hi))
-				} else {
-					u(0)
-				}
+			}
+			// A rule may skip an index check for a known range.
+			if st.known != nil {
+				u(1)
+				u(uint64(st.known.lo))
+				u(uint64(st.known.hi))
+			} else {
+				u(0)
 			}
 			// Which earlier tensor argument shares this storage, if any.
 			class := len(addrs)

@@ -4,6 +4,9 @@ import os
 # Tests count compiles, so the persistent compile cache (on by default) stays off unless a test turns it on
 # for a process of its own.
 os.environ["TORCHTPU_CACHE_DIR"] = ""
+# A rule that reads host values, draws random numbers or uploads without
+# declaring it (dispatch.Needs) fails instead of running unplanned.
+os.environ["TORCHTPU_CHECK_NEEDS"] = "1"
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

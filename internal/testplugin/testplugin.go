@@ -31,6 +31,8 @@ func Path(t testing.TB) string {
 		if _, ok := os.LookupEnv("TORCHTPU_CACHE_DIR"); !ok {
 			os.Setenv("TORCHTPU_CACHE_DIR", "")
 		}
+		// A rule with an undeclared need (dispatch.Needs) fails the test.
+		os.Setenv("TORCHTPU_CHECK_NEEDS", "1")
 	})
 	if path != "" {
 		return path
