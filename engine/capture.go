@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"torchtpu/dispatch"
@@ -305,9 +304,6 @@ func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []Ou
 			addSlot(st, result{kind: resultDrop})
 		}
 	}
-	text, used := g.b.Module(vals)
-	p.text = text
-	p.ops, p.first = g.ops, g.first
 	bufInput := map[*pjrt.Buffer]int{}
 	for i, t := range c.inputs {
 		if st := e.storages[t.Addr]; st != nil && st.buf != nil && p.sig[i].alias == i {
@@ -315,6 +311,28 @@ func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []Ou
 			p.sig[i].bound = true
 		}
 	}
+	aliases, donors := e.donateWritten(p, c, g, bufInput, vals)
+	text, used := g.b.ModuleAliased(vals, aliases)
+	p.text, p.summary = text, g.b.Summarize(vals)
+	for _, u := range used { // the printer leaves out unused parameters
+		if i, ok := donors[u]; ok {
+			p.donated = append(p.donated, i)
+		}
+	}
+	p.ops, p.first = g.ops, g.first
+	if reason := e.bindCaptured(p, c, g, used, bufInput); reason != "" {
+		return nil, nil, reason
+	}
+	sum := sha256.Sum256([]byte(p.text))
+	p.key = "c:" + hex.EncodeToString(sum[:16])
+	return p, refs, ""
+}
+
+// bindCaptured records the source of each parameter the captured program
+// takes (used, in order): an input's buffer, a seed, a view offset, or a
+// constant the program keeps a copy of. A non-empty reason says why the
+// program cannot be made.
+func (e *Engine) bindCaptured(p *Program, c *capture, g *graph, used []int, bufInput map[*pjrt.Buffer]int) string {
 	for _, u := range used {
 		buf := g.params[u]
 		switch {
@@ -328,18 +346,13 @@ func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []Ou
 		default:
 			cp, err := e.copyBuffer(buf)
 			if err != nil {
-				return nil, nil, fmt.Sprintf("keeping a constant: %v", err)
+				return fmt.Sprintf("keeping a constant: %v", err)
 			}
 			p.binds = append(p.binds, bind{kind: bindConst, buf: cp})
 		}
 		p.captureArgs = append(p.captureArgs, buf)
 	}
-	if os.Getenv("TORCHTPU_DONATE") != "0" {
-		p.donated = p.donateWritten()
-	}
-	sum := sha256.Sum256([]byte(p.text))
-	p.key = "c:" + hex.EncodeToString(sum[:16])
-	return p, refs, ""
+	return ""
 }
 
 func hasKey[K comparable, V any](m map[K]V, k K) bool {
@@ -372,7 +385,7 @@ func (e *Engine) launchCaptured(p *Program) error {
 	}
 	e.fl = p.flushCtx()
 	e.lastProg = p.key
-	exe, err := e.executable(p.text)
+	exe, err := e.executable(p.text, p.summary)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,8 @@ func (e *Engine) AllReduceDevices(addrs []uint64, op string) error {
 		sts[i] = st
 	}
 	t := hlo.T(sts[0].dtype.Elem(), sts[0].shape...)
-	exe, err := e.collectiveProgram(allReduceModule(t, op, n), n)
+	e.fl = flushCtx{reason: "all_reduce across devices", ops: 1}
+	exe, err := e.collectiveProgram(allReduceModule(t, op, n), t, n)
 	if err != nil {
 		return err
 	}
@@ -95,19 +96,20 @@ func (e *Engine) AllReduceDevices(addrs []uint64, op string) error {
 	return nil
 }
 
-// collectiveProgram compiles (once) a program for n replicas.
-func (e *Engine) collectiveProgram(text string, n int) (*pjrt.Executable, error) {
-	if exe, ok := e.dev.programs[text]; ok {
-		return exe, nil
+// collectiveProgram returns the program text (of type t) compiled for n
+// replicas, from the shared program cache and its tiers.
+func (e *Engine) collectiveProgram(text string, t hlo.Type, n int) (*pjrt.Executable, error) {
+	key := fmt.Sprintf("r%d:%s", n, text)
+	if x, ok := e.cache.Get(key); ok {
+		e.m.CacheHits++
+		return x.(*program).exe, nil
 	}
-	exe, err := e.client.Compile(text, pjrt.ReplicatedCompileOptions(n))
+	e.m.CacheMisses++
+	sum := &hlo.Summary{Params: []hlo.Type{t}, Results: []hlo.Type{t}, Ops: []string{"stablehlo.all_reduce"}}
+	exe, err := e.compileWith(text, pjrt.ReplicatedCompileOptions(n), sum)
 	if err != nil {
 		return nil, fmt.Errorf("torchtpu: compiling a collective for %d devices: %w", n, err)
 	}
-	e.m.GraphsCompiled++
-	if e.dev.programs == nil {
-		e.dev.programs = map[string]*pjrt.Executable{}
-	}
-	e.dev.programs[text] = exe
+	e.cache.Put(key, &program{exe: exe})
 	return exe, nil
 }

@@ -12,9 +12,8 @@ import (
 // program reads buffers on the device it runs on) and its own op plans.
 // Engine.d points at the state of the device ops record for (cur).
 type devices struct {
-	cur      int
-	states   map[int]*deviceState
-	programs map[string]*pjrt.Executable // replicated collective programs by text (collective.go)
+	cur    int
+	states map[int]*deviceState
 }
 
 // deviceState is one device's pending graph, scalar buffers and op plans.

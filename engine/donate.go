@@ -1,43 +1,38 @@
 package engine
 
 import (
-	"fmt"
-	"strings"
+	"torchtpu/hlo"
+	"torchtpu/pjrt"
 )
 
-// donateWritten marks, in p's module text, each input storage the program
-// overwrites as donated to its new value (tf.aliasing_output on the
-// parameter): XLA then writes the new value into the input's buffer, so a
-// compiled optimizer step updates parameters and state in place instead of
-// holding old and new copies at once. It returns the donated input indices.
-func (p *Program) donateWritten() []int {
-	head, rest, ok := strings.Cut(p.text, "func.func public @main(")
-	if !ok {
-		return nil
+// donateWritten returns the alias map (parameter index to output index,
+// handed to the printer) that donates each input storage the program
+// overwrites to its new value: XLA then writes the new value into the
+// input's buffer, so a compiled optimizer step updates parameters and state
+// in place instead of holding old and new copies at once. donors maps each
+// aliased parameter to its input. bufInput gives the input bound to each
+// buffer, vals the program's outputs; TORCHTPU_DONATE=0 turns donation off.
+func (e *Engine) donateWritten(p *Program, c *capture, g *graph, bufInput map[*pjrt.Buffer]int, vals []*hlo.Value) (aliases, donors map[int]int) {
+	if e.noDonate {
+		return nil, nil
 	}
-	sig, body, ok := strings.Cut(rest, ") -> (")
-	if !ok {
-		return nil
-	}
-	args := strings.Split(sig, ", %arg")
-	var donated []int
+	aliases, donors = map[int]int{}, map[int]int{}
 	for k, r := range p.results {
 		if r.kind != resultInput {
 			continue
 		}
-		for pos, b := range p.binds {
-			if b.kind != bindInput || b.index != r.index || pos >= len(args) || strings.Contains(args[pos], "{") {
-				continue
-			}
-			args[pos] += fmt.Sprintf(" {tf.aliasing_output = %d : i32}", k)
-			donated = append(donated, r.index)
-			break
+		st := e.storages[c.inputs[r.index].Addr]
+		if st == nil || st.buf == nil {
+			continue
 		}
+		param, ok := g.paramOf[st.buf]
+		if i, bound := bufInput[st.buf]; !ok || !bound || i != r.index || !param.T.Equal(vals[k].T) {
+			continue
+		}
+		aliases[param.ParamIndex()] = k
+		donors[param.ParamIndex()] = r.index
 	}
-	if len(donated) > 0 {
-		p.text = head + "func.func public @main(" + strings.Join(args, ", %arg") + ") -> (" + body
-	}
-	return donated
+	return aliases, donors
 }
 
 // releaseDonors flushes the pending graph when it reads a buffer the program

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"torchtpu/hlo"
 )
 
 // Why a pending graph is launched: the flush reasons that events, metrics
@@ -97,13 +99,13 @@ func slowCompileLine(f *flushCtx, key string) string {
 // noteProgram records the explanation of a program new to this process:
 // counts its reason, and prints it under TORCHTPU_LOG=recompiles (when it is
 // not the first program of its call site) or =compiles.
-func (e *Engine) noteProgram(key, text, how string, t0 time.Time) {
-	reason, detail := e.explainCompile(e.fl.site(), text)
+func (e *Engine) noteProgram(key, how string, sum *hlo.Summary, t0 time.Time) {
+	reason, detail := e.explainCompile(e.fl.site(), sum)
 	e.m.CompilesByReason[reason]++
 	e.lastReason = reason + ": " + detail
-	if (reason != "new" && e.logs.recompiles) || e.logs.compiles {
+	if (reason != reasonNew && e.logs.recompiles) || e.logs.compiles {
 		topic := "compile"
-		if reason != "new" {
+		if reason != reasonNew {
 			topic = "recompile"
 		}
 		fmt.Fprintf(os.Stderr, "torchtpu: %s at %q: %s: %s (%s program %s of %s in %.3f s)\n",

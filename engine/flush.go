@@ -48,16 +48,7 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 			b.Destroy()
 		}
 	}()
-	var outs []*hlo.Value
-	var dst []*Storage
-	for _, st := range g.pending {
-		if st.pending != nil {
-			outs = append(outs, st.pending)
-			dst = append(dst, st)
-			st.pending = nil
-		}
-	}
-	outs = append(outs, g.extra...)
+	outs, dst := g.outputs()
 	if len(outs) == 0 {
 		return nil, nil
 	}
@@ -68,27 +59,83 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	e.fl = flushCtx{reason: why, ops: g.ops, first: g.first}
 	e.m.Flushes[why]++
 	defer e.span("flush", "flush: "+why, tFlush, TraceEvent{Ops: g.ops, Reason: why})
-	// With TORCHTPU_CHECK_NANS=1 in debug mode, each float or complex output
-	// also yields a flag saying whether it holds a NaN.
-	var nanChecked []*Storage
-	if e.mode == ModeDebug && e.checkNaNs {
-		for i, st := range dst {
-			if st.dtype.IsFloat() || st.dtype.IsComplex() {
-				v := outs[i]
-				isNaN := g.b.Compare(hlo.NE, v, v)
-				dims := make([]int64, v.T.Rank())
-				for i := range dims {
-					dims[i] = int64(i)
-				}
-				outs = append(outs, g.b.Reduce(isNaN, g.b.Scalar(hlo.Pred, 0), hlo.ReduceOr, dims...))
-				nanChecked = append(nanChecked, st)
-			}
+	outs, nanFlags := e.nanChecks(g, dst, outs)
+	aliases := e.donations(g, dst, outs)
+	e.notePeak(dst, outs, aliases)
+	prog, err := e.program(g.b, outs, aliases)
+	if err != nil {
+		return nil, err
+	}
+	results, err := e.launchGraph(g, prog, dst, len(aliases))
+	if err != nil {
+		return nil, err
+	}
+	flags := results[len(results)-nanFlags:]
+	results = results[:len(results)-nanFlags]
+	if err := e.readNaNFlags(flags); err != nil {
+		for _, b := range results[len(dst):] {
+			b.Destroy()
+		}
+		return nil, err
+	}
+	return results[len(dst):], nil
+}
+
+// outputs returns the graph's outputs: the pending value of each storage
+// given one (dst, whose pending values it clears), then the extra outputs.
+func (g *graph) outputs() (outs []*hlo.Value, dst []*Storage) {
+	for _, st := range g.pending {
+		if st.pending != nil {
+			outs = append(outs, st.pending)
+			dst = append(dst, st)
+			st.pending = nil
 		}
 	}
-	aliases := e.donations(g, dst, outs)
-	// While the program runs, an overwritten storage whose buffer was not
-	// donated holds two buffers: the old one (alive until the launch retires
-	// it) and the new result. The peak counts them, as a device would.
+	return append(outs, g.extra...), dst
+}
+
+// nanChecks adds, with TORCHTPU_CHECK_NANS=1 in debug mode, a flag output
+// per float or complex storage output saying whether it holds a NaN; it
+// returns the outputs and the number of flags at their end.
+func (e *Engine) nanChecks(g *graph, dst []*Storage, outs []*hlo.Value) ([]*hlo.Value, int) {
+	if e.mode != ModeDebug || !e.checkNaNs {
+		return outs, 0
+	}
+	n := 0
+	for i, st := range dst {
+		if st.dtype.IsFloat() || st.dtype.IsComplex() {
+			v := outs[i]
+			isNaN := g.b.Compare(hlo.NE, v, v)
+			dims := make([]int64, v.T.Rank())
+			for i := range dims {
+				dims[i] = int64(i)
+			}
+			outs = append(outs, g.b.Reduce(isNaN, g.b.Scalar(hlo.Pred, 0), hlo.ReduceOr, dims...))
+			n++
+		}
+	}
+	return outs, n
+}
+
+// readNaNFlags reads and destroys the NaN flags, returning a NaNError for
+// the op being recorded when one is set.
+func (e *Engine) readNaNFlags(flags []*pjrt.Buffer) error {
+	var nanErr error
+	for _, f := range flags {
+		b := make([]byte, 1)
+		if err := f.ToHost(b); err == nil && b[0] != 0 && nanErr == nil {
+			nanErr = &NaNError{Op: e.curOp}
+		}
+		f.Destroy()
+	}
+	return nanErr
+}
+
+// notePeak counts the peak memory of a launch: while the program runs, an
+// overwritten storage whose buffer was not donated holds two buffers, the
+// old one (alive until the launch retires it) and the new result, as a
+// device would.
+func (e *Engine) notePeak(dst []*Storage, outs []*hlo.Value, aliases map[int]int) {
 	donatedOut := make([]bool, len(outs))
 	for _, o := range aliases {
 		donatedOut[o] = true
@@ -100,16 +147,17 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 		}
 	}
 	e.m.PeakBytes = max(e.m.PeakBytes, e.liveB+transient)
-	prog, err := e.program(g.b, outs, aliases)
-	if err != nil {
-		return nil, err
-	}
+}
+
+// launchGraph runs the flushed graph g's program: each storage in dst takes
+// its result buffer; the results after them are returned with the rest.
+func (e *Engine) launchGraph(g *graph, prog *program, dst []*Storage, donated int) ([]*pjrt.Buffer, error) {
 	args := make([]*pjrt.Buffer, len(prog.used))
 	for i, p := range prog.used {
 		args[i] = g.params[p]
 	}
 	var results []*pjrt.Buffer
-	l := launch{key: e.lastProg, ops: g.ops, device: e.dev.cur, donated: len(aliases)}
+	l := launch{key: e.lastProg, ops: g.ops, device: e.dev.cur, donated: donated}
 	ev, err := e.execute(l, prog.exe, args, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
 		results = rs
 		replaced := make([]*pjrt.Buffer, 0, len(dst))
@@ -127,23 +175,7 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 			return nil, fmt.Errorf("torchtpu: a graph of %d ops failed: %w", g.ops, err)
 		}
 	}
-	flags := results[len(results)-len(nanChecked):]
-	results = results[:len(results)-len(nanChecked)]
-	var nanErr error
-	for _, f := range flags {
-		b := make([]byte, 1)
-		if err := f.ToHost(b); err == nil && b[0] != 0 && nanErr == nil {
-			nanErr = &NaNError{Op: e.curOp}
-		}
-		f.Destroy()
-	}
-	if nanErr != nil {
-		for _, b := range results[len(dst):] {
-			b.Destroy()
-		}
-		return nil, nanErr
-	}
-	return results[len(dst):], nil
+	return results, nil
 }
 
 // donations returns, for each storage in dst whose current buffer is a
@@ -189,7 +221,7 @@ func (e *Engine) program(b *hlo.Builder, outs []*hlo.Value, aliases map[int]int)
 	}
 	e.m.CacheMisses++
 	text, used := b.ModuleAliased(outs, aliases)
-	exe, err := e.compileText(text)
+	exe, err := e.compileText(text, b.Summarize(outs))
 	if err != nil {
 		return nil, err
 	}
@@ -198,15 +230,15 @@ func (e *Engine) program(b *hlo.Builder, outs []*hlo.Value, aliases map[int]int)
 	return p, nil
 }
 
-// executable returns the compiled program for module text, compiling it on a
-// miss; the in-memory tier is keyed by the text itself.
-func (e *Engine) executable(text string) (*pjrt.Executable, error) {
+// executable returns the compiled program for module text (summarized by
+// sum), compiling it on a miss; the in-memory tier is keyed by the text itself.
+func (e *Engine) executable(text string, sum *hlo.Summary) (*pjrt.Executable, error) {
 	if x, ok := e.cache.Get(text); ok {
 		e.m.CacheHits++
 		return x.(*program).exe, nil
 	}
 	e.m.CacheMisses++
-	exe, err := e.compileText(text)
+	exe, err := e.compileText(text, sum)
 	if err != nil {
 		return nil, err
 	}
@@ -217,22 +249,28 @@ func (e *Engine) executable(text string) (*pjrt.Executable, error) {
 // compileText loads the program for module text from the persistent tiers
 // (disk, then remote), or compiles it and stores it there. The full key over all named parts (DESIGN.md) names
 // the program in both tiers.
-func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
+func (e *Engine) compileText(text string, sum *hlo.Summary) (*pjrt.Executable, error) {
+	return e.compileWith(text, e.options, sum)
+}
+
+// compileWith is compileText with the given compile options (replicated
+// programs have their own).
+func (e *Engine) compileWith(text string, options []byte, sum *hlo.Summary) (*pjrt.Executable, error) {
 	key := compile_cache.Key(
 		compile_cache.Part{Name: "module", Value: text},
-		compile_cache.Part{Name: "options", Value: string(e.options)},
+		compile_cache.Part{Name: "options", Value: string(options)},
 		compile_cache.Part{Name: "plugin", Value: e.pluginID},
 		compile_cache.Part{Name: "version", Value: Version},
 	)
 	t0 := time.Now()
 	if exe, from := e.loadStored(key); exe != nil {
-		e.noteProgram(key, text, "loaded from "+from, t0)
+		e.noteProgram(key, "loaded from "+from, sum, t0)
 		e.span("load", "load from "+from, t0, TraceEvent{Key: e.lastProg, Ops: e.fl.ops, Reason: e.lastReason})
 		return exe, nil
 	}
 	e.dumpModule(key, text)
 	slow := e.slowCompileNotice(key)
-	exe, err := e.client.Compile(text, e.options)
+	exe, err := e.client.Compile(text, options)
 	slow.Stop()
 	if err != nil {
 		if os.Getenv("TORCHTPU_DUMP_FAILED") != "" {
@@ -242,7 +280,7 @@ func (e *Engine) compileText(text string) (*pjrt.Executable, error) {
 	}
 	e.m.CompileSeconds += time.Since(t0).Seconds()
 	e.m.GraphsCompiled++
-	e.noteProgram(key, text, "compiled", t0)
+	e.noteProgram(key, "compiled", sum, t0)
 	e.span("compile", "compile", t0, TraceEvent{Key: e.lastProg, Ops: e.fl.ops, Reason: e.lastReason, Detail: e.fl.what()})
 	e.storeCompiled(key, exe)
 	return exe, nil

@@ -111,80 +111,32 @@ var sigSeed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 // check for it). ok is false when the op cannot be
 // planned.
 func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig hlo.Hash, ok bool) {
-	buf := e.sigBuf[:0]
-	u := func(v uint64) { buf = binary.LittleEndian.AppendUint64(buf, v) }
-	i64s := func(vs []int64) {
-		u(uint64(len(vs)))
-		for _, v := range vs {
-			u(uint64(v))
-		}
-	}
-	buf = append(buf, op...)
+	w := sigWriter{buf: e.sigBuf[:0]}
+	w.bytes(op)
 	if pending { // the two fast paths share a table
-		buf = append(buf, 1)
+		w.u(1)
 	} else {
-		buf = append(buf, 0)
+		w.u(0)
 	}
 	var addrs []uint64
 	for _, a := range args {
-		u(uint64(a.Kind))
-		u(uint64(a.Int))
-		u(math.Float64bits(a.Double))
-		i64s(a.Ints)
-		u(uint64(len(a.Doubles)))
+		w.u(uint64(a.Kind))
+		w.u(uint64(a.Int))
+		w.u(math.Float64bits(a.Double))
+		w.i64s(a.Ints)
+		w.u(uint64(len(a.Doubles)))
 		for _, d := range a.Doubles {
-			u(math.Float64bits(d))
+			w.u(math.Float64bits(d))
 		}
-		u(uint64(len(a.Str)))
-		buf = append(buf, a.Str...)
-		u(uint64(len(a.Handles)))
+		w.bytes(a.Str)
+		w.u(uint64(len(a.Handles)))
 		for _, h := range a.Handles {
 			t := h.(*TensorDesc)
-			u(uint64(t.Offset))
-			u(uint64(t.DType))
-			i64s(t.Sizes)
-			i64s(t.Strides)
-			var flags uint64
-			if t.CPU {
-				flags |= 1
+			if !e.sigTensor(&w, t, pending) {
+				return hlo.Hash{}, false
 			}
-			if t.Number {
-				flags |= 2
-			}
-			if t.Addr == 0 {
-				flags |= 4
-			}
-			u(flags)
-			u(uint64(len(t.Host)))
-			buf = append(buf, t.Host...)
 			if t.CPU || t.Addr == 0 {
 				continue
-			}
-			st, found := e.storages[t.Addr]
-			if !found {
-				return hlo.Hash{}, false
-			}
-			if !pending && (!st.shaped || st.buf == nil || st.pending != nil) {
-				return hlo.Hash{}, false
-			}
-			u(uint64(st.nbytes))
-			u(uint64(st.dtype))
-			i64s(st.shape)
-			if pending {
-				u(uint64(storageState(st)))
-				if st.pending != nil {
-					u(uint64(len(st.pending.T.Elem)))
-					buf = append(buf, st.pending.T.Elem...)
-					i64s(st.pending.T.Shape)
-				}
-			}
-			// A rule may skip an index check for a known range.
-			if st.known != nil {
-				u(1)
-				u(uint64(st.known.lo))
-				u(uint64(st.known.hi))
-			} else {
-				u(0)
 			}
 			// Which earlier tensor argument shares this storage, if any.
 			class := len(addrs)
@@ -194,13 +146,80 @@ func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig 
 					break
 				}
 			}
-			u(uint64(class))
+			w.u(uint64(class))
 			addrs = append(addrs, t.Addr)
 		}
 	}
-	layoutsKey(u, e.layouts)
-	e.sigBuf = buf
-	return hlo.Hash{Lo: maphash.Bytes(sigSeed[0], buf), Hi: maphash.Bytes(sigSeed[1], buf)}, true
+	layoutsKey(w.u, e.layouts)
+	e.sigBuf = w.buf
+	return hlo.Hash{Lo: maphash.Bytes(sigSeed[0], w.buf), Hi: maphash.Bytes(sigSeed[1], w.buf)}, true
+}
+
+// sigTensor writes tensor argument t into a signature: its view, its host
+// bytes, and its storage's shape, state and known range. It reports false
+// when the op cannot be planned.
+func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, pending bool) bool {
+	w.u(uint64(t.Offset))
+	w.u(uint64(t.DType))
+	w.i64s(t.Sizes)
+	w.i64s(t.Strides)
+	var flags uint64
+	if t.CPU {
+		flags |= 1
+	}
+	if t.Number {
+		flags |= 2
+	}
+	if t.Addr == 0 {
+		flags |= 4
+	}
+	w.u(flags)
+	w.u(uint64(len(t.Host)))
+	w.buf = append(w.buf, t.Host...)
+	if t.CPU || t.Addr == 0 {
+		return true
+	}
+	st, found := e.storages[t.Addr]
+	if !found || (!pending && (!st.shaped || st.buf == nil || st.pending != nil)) {
+		return false
+	}
+	w.u(uint64(st.nbytes))
+	w.u(uint64(st.dtype))
+	w.i64s(st.shape)
+	if pending {
+		w.u(uint64(storageState(st)))
+		if st.pending != nil {
+			w.bytes(string(st.pending.T.Elem))
+			w.i64s(st.pending.T.Shape)
+		}
+	}
+	// A rule may skip an index check for a known range.
+	if st.known != nil {
+		w.u(1)
+		w.u(uint64(st.known.lo))
+		w.u(uint64(st.known.hi))
+	} else {
+		w.u(0)
+	}
+	return true
+}
+
+// sigWriter appends the parts of an op signature to a buffer.
+type sigWriter struct{ buf []byte }
+
+func (w *sigWriter) u(v uint64) { w.buf = binary.LittleEndian.AppendUint64(w.buf, v) }
+
+func (w *sigWriter) i64s(vs []int64) {
+	w.u(uint64(len(vs)))
+	for _, v := range vs {
+		w.u(uint64(v))
+	}
+}
+
+// bytes writes s with its length.
+func (w *sigWriter) bytes(s string) {
+	w.u(uint64(len(s)))
+	w.buf = append(w.buf, s...)
 }
 
 // writtenStorage returns the storage written by w: a new result from

@@ -25,7 +25,8 @@ type Program struct {
 	binds   []bind
 	results []result
 	nseeds  int
-	donated []int // inputs whose buffers the program takes over (donate.go)
+	donated []int        // inputs whose buffers the program takes over (donate.go)
+	summary *hlo.Summary // what a recompile is explained by (recompile.go)
 
 	// Set between capture and the first launch only.
 	captured    []*Storage
@@ -168,6 +169,29 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 	if n := e.programOutputs(p); n > maxOuts {
 		return nil, fmt.Errorf("torchtpu: a compiled program gives %d results, the caller allows %d", n, maxOuts)
 	}
+	sts, err := e.programInputs(p, inputs)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.releaseDonors(p, sts); err != nil {
+		return nil, err
+	}
+	args, uploaded, err := e.bindProgram(p, inputs, sts, seeds)
+	defer func() {
+		for _, b := range uploaded {
+			b.Destroy()
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	return e.launchProgram(p, sts, args)
+}
+
+// programInputs returns the storages of a compiled program's inputs, each
+// with a buffer of its base dtype, after checking them against the captured
+// inputs; it selects the program's device.
+func (e *Engine) programInputs(p *Program, inputs []*TensorDesc) ([]*Storage, error) {
 	sts := make([]*Storage, len(inputs))
 	for i, t := range inputs {
 		st, err := e.storage(t.Addr)
@@ -201,16 +225,14 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 			return nil, err
 		}
 	}
-	if err := e.releaseDonors(p, sts); err != nil {
-		return nil, err
-	}
-	args := make([]*pjrt.Buffer, len(p.binds))
-	var scalarBufs []*pjrt.Buffer
-	defer func() {
-		for _, b := range scalarBufs {
-			b.Destroy()
-		}
-	}()
+	return sts, nil
+}
+
+// bindProgram returns the buffer of each of p's parameters: input buffers,
+// the program's constants, and seeds and view offsets uploaded now (returned
+// in uploaded, for the caller to destroy).
+func (e *Engine) bindProgram(p *Program, inputs []*TensorDesc, sts []*Storage, seeds []int64) (args, uploaded []*pjrt.Buffer, err error) {
+	args = make([]*pjrt.Buffer, len(p.binds))
 	for k, b := range p.binds {
 		switch b.kind {
 		case bindInput:
@@ -226,12 +248,18 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 			}
 			buf, err := e.client.BufferFromHost(encodeInt(v, hlo.S64), pjrt.S64, nil, p.device)
 			if err != nil {
-				return nil, fmt.Errorf("torchtpu: uploading a scalar input: %w", err)
+				return nil, uploaded, fmt.Errorf("torchtpu: uploading a scalar input: %w", err)
 			}
-			scalarBufs = append(scalarBufs, buf)
+			uploaded = append(uploaded, buf)
 			args[k] = buf
 		}
 	}
+	return args, uploaded, nil
+}
+
+// launchProgram runs p on args: fresh results get new storages, written
+// inputs their new buffers.
+func (e *Engine) launchProgram(p *Program, sts []*Storage, args []*pjrt.Buffer) ([]OutTensor, error) {
 	var fresh []OutTensor
 	for _, r := range p.results {
 		if r.kind == resultFresh {

@@ -4,56 +4,46 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"torchtpu/hlo"
 )
 
-const modA = `module @torchtpu {
-  func.func public @main(%arg0: tensor<2x8xf32>, %arg1: tensor<f32>) -> (tensor<2x8xf32>) {
-    %0 = "stablehlo.constant"() {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>
-    %1 = "stablehlo.add"(%arg0, %arg0) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
-  }
-}`
+// summaryOf summarizes x op x + c for x of type t: the module the recompile
+// tests compare.
+func summaryOf(t hlo.Type, c float64, op string) *progSig {
+	b := hlo.NewBuilder()
+	x := b.Param(t)
+	b.Param(hlo.T(hlo.F32)) // an unused parameter is left out
+	k := b.BroadcastTo(b.Scalar(t.Elem, c), t.Shape)
+	var y *hlo.Value
+	if op == "add" {
+		y = b.Add(x, x)
+	} else {
+		y = b.Mul(x, x)
+	}
+	return b.Summarize([]*hlo.Value{b.Add(y, k)})
+}
 
 func TestRecompileReasons(t *testing.T) {
-	shapes := `module @torchtpu {
-  func.func public @main(%arg0: tensor<4x8xf32>, %arg1: tensor<f32>) -> (tensor<4x8xf32>) {
-    %0 = "stablehlo.constant"() {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>
-    %1 = "stablehlo.add"(%arg0, %arg0) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  }
-}`
-	dtypes := `module @torchtpu {
-  func.func public @main(%arg0: tensor<2x8xbf16>, %arg1: tensor<f32>) -> (tensor<2x8xbf16>) {
-    %0 = "stablehlo.constant"() {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>
-    %1 = "stablehlo.add"(%arg0, %arg0) : (tensor<2x8xbf16>, tensor<2x8xbf16>) -> tensor<2x8xbf16>
-  }
-}`
-	constant := `module @torchtpu {
-  func.func public @main(%arg0: tensor<2x8xf32>, %arg1: tensor<f32>) -> (tensor<2x8xf32>) {
-    %0 = "stablehlo.constant"() {value = dense<3.0> : tensor<f32>} : () -> tensor<f32>
-    %1 = "stablehlo.add"(%arg0, %arg0) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
-  }
-}`
-	ops := `module @torchtpu {
-  func.func public @main(%arg0: tensor<2x8xf32>, %arg1: tensor<f32>) -> (tensor<2x8xf32>) {
-    %0 = "stablehlo.constant"() {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>
-    %1 = "stablehlo.multiply"(%arg0, %arg0) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
-  }
-}`
+	base := summaryOf(hlo.T(hlo.F32, 2, 8), 2, "add")
 	cases := []struct {
-		text, reason, detail string
+		sig            *progSig
+		reason, detail string
 	}{
-		{shapes, "shapes", "input 0 is tensor<4x8xf32>, was tensor<2x8xf32>"},
-		{dtypes, "dtypes", "input 0 is tensor<2x8xbf16>, was tensor<2x8xf32>"},
-		{constant, "a constant", "constant 0 is dense<3.0>, was dense<2.0>"},
-		{ops, "op sequence", "op 1 is stablehlo.multiply, was stablehlo.add"},
+		{summaryOf(hlo.T(hlo.F32, 4, 8), 2, "add"), "shapes", "input 0 is tensor<4x8xf32>, was tensor<2x8xf32>"},
+		{summaryOf(hlo.T(hlo.BF16, 2, 8), 2, "add"), "dtypes", "input 0 is tensor<2x8xbf16>, was tensor<2x8xf32>"},
+		{summaryOf(hlo.T(hlo.F32, 2, 8), 3, "add"), "constant", "constant 0 is dense<0x40400000>, was dense<0x40000000>"},
+		{summaryOf(hlo.T(hlo.F32, 2, 8), 2, "mul"), "graph", "op 2 is stablehlo.multiply, was stablehlo.add"},
 	}
 	for _, c := range cases {
 		e := New()
-		r, _ := e.explainCompile("eager op aten::add.Tensor", modA)
+		r, _ := e.explainCompile("eager op aten::add.Tensor", base)
 		require.Equal(t, "new", r, "the first program of a call site")
-		r, d := e.explainCompile("eager op aten::add.Tensor", c.text)
+		r, d := e.explainCompile("eager op aten::add.Tensor", c.sig)
 		require.Equal(t, c.reason, r, "reason for %s", c.detail)
 		require.Equal(t, c.detail, d)
-		r, _ = e.explainCompile("eager op aten::mul.Tensor", c.text)
+		require.Contains(t, Reasons, r)
+		r, _ = e.explainCompile("eager op aten::mul.Tensor", c.sig)
 		require.Equal(t, "new", r, "another call site starts afresh")
 	}
 }
@@ -61,38 +51,23 @@ func TestRecompileReasons(t *testing.T) {
 func TestRecompileNearestProgram(t *testing.T) {
 	e := New()
 	site := "step mark aten::mm"
-	e.explainCompile(site, modA)
-	shapes := `module @torchtpu {
-  func.func public @main(%arg0: tensor<4x8xf32>, %arg1: tensor<f32>) -> (tensor<4x8xf32>) {
-    %0 = "stablehlo.constant"() {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>
-    %1 = "stablehlo.add"(%arg0, %arg0) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  }
-}`
-	e.explainCompile(site, shapes)
+	e.explainCompile(site, summaryOf(hlo.T(hlo.F32, 2, 8), 2, "add"))
+	e.explainCompile(site, summaryOf(hlo.T(hlo.F32, 4, 8), 2, "add"))
 	// Only the constant differs from the second program: the nearest one.
-	constant := `module @torchtpu {
-  func.func public @main(%arg0: tensor<4x8xf32>, %arg1: tensor<f32>) -> (tensor<4x8xf32>) {
-    %0 = "stablehlo.constant"() {value = dense<5.0> : tensor<f32>} : () -> tensor<f32>
-    %1 = "stablehlo.add"(%arg0, %arg0) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  }
-}`
-	r, d := e.explainCompile(site, constant)
-	require.Equal(t, "a constant", r)
-	require.Equal(t, "constant 0 is dense<5.0>, was dense<2.0>", d)
+	r, d := e.explainCompile(site, summaryOf(hlo.T(hlo.F32, 4, 8), 5, "add"))
+	require.Equal(t, "constant", r)
+	require.Equal(t, "constant 0 is dense<0x40A00000>, was dense<0x40000000>", d)
 }
 
 func TestRecompileResultShapes(t *testing.T) {
 	e := New()
 	site := "eager op aten::arange.start_out"
-	mod := func(n string) string {
-		return `module @torchtpu {
-  func.func public @main() -> (tensor<` + n + `xf32>) {
-    %0 = "stablehlo.iota"() {iota_dimension = 0 : i64} : () -> tensor<` + n + `xf32>
-  }
-}`
+	iota := func(n int64) *progSig {
+		b := hlo.NewBuilder()
+		return b.Summarize([]*hlo.Value{b.Iota(hlo.T(hlo.F32, n), 0)})
 	}
-	e.explainCompile(site, mod("3"))
-	r, d := e.explainCompile(site, mod("5"))
+	e.explainCompile(site, iota(3))
+	r, d := e.explainCompile(site, iota(5))
 	require.Equal(t, "shapes", r)
 	require.Equal(t, "result 0 is tensor<5xf32>, was tensor<3xf32>", d)
 }

@@ -66,19 +66,37 @@ func (b *Builder) opN(name string, ts []Type, attrs, regions string, operands ..
 	return n.results
 }
 
-// Module prints the function returning outs as a module named "main". Ops
-// that do not contribute to outs are left out, and so are unused parameters;
-// used lists the indices of the parameters the printed function takes, in order.
-func (b *Builder) Module(outs []*Value) (text string, used []int) {
-	return b.ModuleAliased(outs, nil)
+// printOp writes op n as one line of a function or region body, naming its
+// result name (name#k for each of several results, which are recorded in names
+// with its operands' names).
+func printOp(sb *strings.Builder, indent, name string, n *node, names map[*Value]string) {
+	sb.WriteString(indent)
+	if len(n.results) == 1 {
+		names[n.results[0]] = name
+		sb.WriteString(name)
+	} else {
+		for k, r := range n.results {
+			names[r] = name + "#" + strconv.Itoa(k)
+		}
+		sb.WriteString(name + ":" + strconv.Itoa(len(n.results)))
+	}
+	sb.WriteString(" = \"" + n.op + "\"(")
+	for i, o := range n.operands {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(names[o])
+	}
+	sb.WriteString(")" + n.regions)
+	if n.attrs != "" {
+		sb.WriteString(" " + n.attrs)
+	}
+	sb.WriteString(" : " + signature(n) + "\n")
 }
 
-// ModuleAliased is Module where aliases maps a parameter's index (in the
-// order parameters were added) to the output that may reuse its buffer: the
-// printed argument carries tf.aliasing_output, so the compiled program
-// donates that input buffer to that result. Pairs of unused parameters or of
-// different types are left out.
-func (b *Builder) ModuleAliased(outs []*Value, aliases map[int]int) (text string, used []int) {
+// live returns the ops that contribute to outs and, by index, the
+// parameters they read.
+func (b *Builder) live(outs []*Value) (map[*node]bool, []bool) {
 	live := map[*node]bool{}
 	paramUsed := make([]bool, len(b.params))
 	var mark func(v *Value)
@@ -98,6 +116,23 @@ func (b *Builder) ModuleAliased(outs []*Value, aliases map[int]int) (text string
 	for _, o := range outs {
 		mark(o)
 	}
+	return live, paramUsed
+}
+
+// Module prints the function returning outs as a module named "main". Ops
+// that do not contribute to outs are left out, and so are unused parameters;
+// used lists the indices of the parameters the printed function takes, in order.
+func (b *Builder) Module(outs []*Value) (text string, used []int) {
+	return b.ModuleAliased(outs, nil)
+}
+
+// ModuleAliased is Module where aliases maps a parameter's index (in the
+// order parameters were added) to the output that may reuse its buffer: the
+// printed argument carries tf.aliasing_output, so the compiled program
+// donates that input buffer to that result. Pairs of unused parameters or of
+// different types are left out.
+func (b *Builder) ModuleAliased(outs []*Value, aliases map[int]int) (text string, used []int) {
+	live, paramUsed := b.live(outs)
 	names := map[*Value]string{}
 	var sb strings.Builder
 	sb.WriteString("module @torchtpu {\n  func.func public @main(")
@@ -126,36 +161,10 @@ func (b *Builder) ModuleAliased(outs []*Value, aliases map[int]int) (text string
 	sb.WriteString(") {\n")
 	next := 0
 	for _, n := range b.nodes {
-		if !live[n] {
-			continue
-		}
-		sb.WriteString("    ")
-		if len(n.results) == 1 {
-			name := "%" + strconv.Itoa(next)
+		if live[n] {
+			printOp(&sb, "    ", "%"+strconv.Itoa(next), n, names)
 			next++
-			names[n.results[0]] = name
-			sb.WriteString(name)
-		} else {
-			base := "%" + strconv.Itoa(next)
-			next++
-			for k, r := range n.results {
-				names[r] = base + "#" + strconv.Itoa(k)
-			}
-			sb.WriteString(base + ":" + strconv.Itoa(len(n.results)))
 		}
-		sb.WriteString(" = \"" + n.op + "\"(")
-		for i, o := range n.operands {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString(names[o])
-		}
-		sb.WriteString(")")
-		sb.WriteString(n.regions)
-		if n.attrs != "" {
-			sb.WriteString(" " + n.attrs)
-		}
-		sb.WriteString(" : " + signature(n) + "\n")
 	}
 	sb.WriteString("    return")
 	for i, o := range outs {

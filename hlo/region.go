@@ -37,29 +37,7 @@ func (b *Builder) block(argTypes []Type, body func(rb *Builder, args []*Value) [
 	}
 	sb.WriteString("):\n")
 	for i, n := range rb.nodes {
-		name := prefix + strconv.Itoa(i)
-		sb.WriteString("      ")
-		if len(n.results) == 1 {
-			names[n.results[0]] = name
-			sb.WriteString(name)
-		} else {
-			for k, r := range n.results {
-				names[r] = name + "#" + strconv.Itoa(k)
-			}
-			sb.WriteString(name + ":" + strconv.Itoa(len(n.results)))
-		}
-		sb.WriteString(" = \"" + n.op + "\"(")
-		for k, o := range n.operands {
-			if k > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString(names[o])
-		}
-		sb.WriteString(")" + n.regions)
-		if n.attrs != "" {
-			sb.WriteString(" " + n.attrs)
-		}
-		sb.WriteString(" : " + signature(n) + "\n")
+		printOp(&sb, "      ", prefix+strconv.Itoa(i), n, names)
 	}
 	sb.WriteString("      \"stablehlo.return\"(")
 	var types []string
