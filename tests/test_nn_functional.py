@@ -4,13 +4,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import Draws
 
-g = torch.Generator().manual_seed(0)
+
+draws = Draws(0)
+randn, g = draws.randn, draws.gen
 TOL = {"atol": 1e-4, "rtol": 1e-4}
-
-
-def randn(*shape):
-    return torch.randn(shape, generator=g)
 
 
 pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
