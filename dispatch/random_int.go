@@ -153,6 +153,6 @@ func init() {
 	def("aten::random.to", randomRange(false, true), "aten::random.to_out")
 	def("aten::random.from", randomRange(true, true), "aten::random.from_out")
 	alias("aten::randperm.generator_out", &Rule{Name: "aten::randperm.generator_out", Fn: randpermOut}, OutVariant)
-	def("aten::native_dropout", nativeDropout, "")
+	def("aten::native_dropout", nativeDropout, "").TrailingSeed = true
 	def("aten::native_dropout_backward", nativeDropoutBackward)
 }
