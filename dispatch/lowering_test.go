@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"fmt"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,9 +85,28 @@ func lowerCase(c lowering) (err error) {
 		script += "\nCHECK: return {{.*}} : " + strings.Join(ts, ", ")
 	}
 	if err := fileCheck(script, text); err != nil {
-		return fmt.Errorf("%v\n%s", err, text)
+		if testing.Verbose() {
+			return fmt.Errorf("%v\n%s", err, text)
+		}
+		return fmt.Errorf("%v (the module uses %s; -v prints it)", err, strings.Join(opsIn(text), " "))
 	}
 	return nil
+}
+
+var opName = regexp.MustCompile(`"((?:stablehlo|chlo)\.[a-z_0-9]+)"`)
+
+// opsIn lists the distinct operations of a printed module, sorted.
+func opsIn(text string) []string {
+	seen := map[string]bool{}
+	var ops []string
+	for _, m := range opName.FindAllStringSubmatch(text, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			ops = append(ops, m[1])
+		}
+	}
+	sort.Strings(ops)
+	return ops
 }
 
 // parseArgs reads the argument notation of the lowering tables, tokens
