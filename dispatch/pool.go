@@ -133,9 +133,9 @@ func (c *Ctx) poolArgs(in TensorMeta, n, kernel, dil, ceil int) (poolWindow, err
 			return q, Errorf("stride should be greater than zero, but got %s", namedDims("d", q.s))
 		case q.d[i] <= 0:
 			return q, Errorf("dilation should be greater than zero, but got %s", namedDims("dilation", q.d))
-		case q.p[i] < 0 || q.p[i] > q.k[i]/2:
-			return q, Errorf("pad should be smaller than or equal to half of kernel size, but got %s, %s",
-				namedDims("pad", q.p), namedDims("k", q.k))
+		case q.p[i] < 0 || q.p[i] > ((q.k[i]-1)*q.d[i]+1)/2:
+			return q, Errorf("pad should be at most half of effective kernel size, but got pad=%d, kernel_size=%d and dilation=%d",
+				q.p[i], q.k[i], q.d[i])
 		}
 		q.out[i] = poolOut(q.in[i], q.k[i], q.p[i], q.s[i], q.d[i], q.ceil)
 	}

@@ -8,7 +8,7 @@ var windowLowerings = family("window", []lowering{
 	{"aten::avg_pool2d", "f32[1,2,4,4] [2,2] [2,2] [0,0] false true none", "1x2x2x2xf32", `CHECK: stablehlo.reduce_window"; CHECK: stablehlo.divide"`},
 	{"aten::avg_pool2d_backward", "f32[1,2,2,2] f32[1,2,4,4] [2,2] [2,2] [0,0] false true none", "1x2x4x4xf32", ``},
 	{"aten::max_pool2d_with_indices", "f32[1,2,5,5] [3,3] [2,2] [1,1] [1,1] false", "1x2x3x3xf32, 1x2x3x3xi64", `CHECK: stablehlo.reduce_window"`},
-	{"aten::max_pool2d_with_indices", "f32[1,2,5,5] [3,3] [2,2] [2,2] [1,1] false", "error: pad should be smaller than or equal to half of kernel size, but got padW = 2, padH = 2, kW = 3, kH = 3", ""},
+	{"aten::max_pool2d_with_indices", "f32[1,2,5,5] [3,3] [2,2] [2,2] [1,1] false", "error: pad should be at most half of effective kernel size, but got pad=2, kernel_size=3 and dilation=1", ""},
 	{"aten::max_pool2d_with_indices_backward", "f32[1,2,3,3] f32[1,2,5,5] [3,3] [2,2] [1,1] [1,1] false i64[1,2,3,3]", "1x2x5x5xf32", `CHECK: stablehlo.scatter"`},
 	{"aten::avg_pool3d", "f32[1,1,4,4,4] [2,2,2] [2,2,2] [0,0,0] false true none", "1x1x2x2x2xf32", `CHECK: stablehlo.reduce_window"`},
 	{"aten::avg_pool3d_backward", "f32[1,1,2,2,2] f32[1,1,4,4,4] [2,2,2] [2,2,2] [0,0,0] false true none", "1x1x4x4x4xf32", ``},
