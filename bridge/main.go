@@ -93,10 +93,14 @@ func ttpu_free(addr C.uint64_t) {
 
 //export ttpu_has_rule
 func ttpu_has_rule(op *C.char) C.int32_t {
-	if eng.HasRule(C.GoString(op)) {
-		return 1
+	e, ok := dispatch.Lookup(C.GoString(op))
+	switch {
+	case !ok:
+		return 0
+	case e.Rule.TrailingSeed && e.Variant == dispatch.Functional:
+		return 2
 	}
-	return 0
+	return 1
 }
 
 //export ttpu_op

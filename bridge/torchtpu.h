@@ -141,7 +141,9 @@ ttpu_status ttpu_alloc(int64_t nbytes, int32_t device, uint64_t* addr, char* err
 /* ttpu_free releases a storage; a pending value nobody can read is dropped. */
 void ttpu_free(uint64_t addr);
 
-/* ttpu_has_rule returns 1 when op (a full overload name, "aten::add.Tensor") has a rule. */
+/* ttpu_has_rule returns 1 when op (a full overload name, "aten::add.Tensor") has a rule, 2 when that rule also
+   takes a seed after the schema's arguments (an op that draws random numbers with no Generator argument), and 0
+   when op has no rule. */
 int32_t ttpu_has_rule(const char* op);
 
 /* ttpu_op runs op on args. Results that alias a mutated argument (in-place and

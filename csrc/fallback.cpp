@@ -20,6 +20,7 @@ namespace {
 struct OpInfo {
   std::string name;
   bool to_go;  // Go has a rule and every return can be built from its outputs.
+  bool seeded;  // the rule takes a trailing seed from the device's default generator
   LayoutSource layout;  // how to find the strides PyTorch gives the results
 };
 
@@ -37,7 +38,9 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   }
   OpInfo info;
   info.name = op_full_name(key);
-  info.to_go = ttpu_has_rule(info.name.c_str()) != 0 && supported_by_go(op.schema());
+  const int32_t rule = ttpu_has_rule(info.name.c_str());
+  info.to_go = rule != 0 && supported_by_go(op.schema());
+  info.seeded = rule == 2;
   if (info.to_go) {
     info.layout = layout_source(op);
   }
@@ -106,7 +109,7 @@ std::string op_full_name(const c10::OperatorName& name) {
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   check_usable();
   const OpInfo& info = op_info(op);
-  if (info.to_go && run_op(info.name, op.schema(), stack, &info.layout)) {
+  if (info.to_go && run_op(info.name, op.schema(), stack, &info.layout, info.seeded)) {
     return;
   }
   run_on_cpu(op, info.name, stack);

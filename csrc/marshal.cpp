@@ -71,7 +71,8 @@ bool supported_by_go(const c10::FunctionSchema& schema) {
   return true;
 }
 
-void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stack& stack, ArgList& args) {
+void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stack& stack, ArgList& args,
+                       bool seeded) {
   const auto& formals = schema.arguments();
   const size_t n = formals.size();
   TORCH_INTERNAL_ASSERT(stack.size() >= n);
@@ -190,15 +191,13 @@ void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stac
                     args.op());
     }
   }
-  // native_dropout draws random numbers without a Generator argument: it gets a trailing seed from the
-  // device's default generator, so torch.manual_seed makes dropout reproducible too.
-  if (schema.name() == "aten::native_dropout" && schema.overload_name().empty()) {
+  if (seeded) {
     args.add_int(seed_for_op(std::nullopt, args.device()));
   }
 }
 
 bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::jit::Stack* stack,
-            const LayoutSource* layout) {
+            const LayoutSource* layout, bool seeded) {
   const size_t nargs = schema.arguments().size();
   std::shared_ptr<const ResultLayouts> layouts;
   if (layout != nullptr) {
@@ -208,7 +207,7 @@ bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::j
   c10::DeviceIndex device = 0;
   for (int attempt = 0;; ++attempt) {
     ArgList args(name);
-    marshal_arguments(schema, *stack, args);
+    marshal_arguments(schema, *stack, args, seeded);
     device = args.device();
     ttpu_status st = call_go(args, outs, layouts ? &layouts->orders : nullptr);
     if (st == TTPU_NO_RULE) {

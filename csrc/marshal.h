@@ -14,13 +14,16 @@ namespace torchtpu {
 // supported_by_go reports whether every return of schema can be built from ttpu_outs.
 bool supported_by_go(const c10::FunctionSchema& schema);
 
-// marshal_arguments appends the schema arguments found on the stack (the last n entries) to args.
-void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stack& stack, ArgList& args);
+// marshal_arguments appends the schema arguments found on the stack (the last n entries) to args, and with
+// seeded a seed from the device's default generator after them (ttpu_has_rule says which rules take one).
+void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stack& stack, ArgList& args,
+                       bool seeded = false);
 
 // run_op calls ttpu_op for op on the stack's arguments, resizing out= arguments when Go asks,
 // and replaces the arguments with the results. Returns false (stack untouched) on TTPU_NO_RULE.
 // With layout, new results carry the strides PyTorch gives them (layout.h); without, they are contiguous.
+// With seeded, the rule gets a trailing seed (marshal_arguments).
 bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::jit::Stack* stack,
-            const LayoutSource* layout = nullptr);
+            const LayoutSource* layout = nullptr, bool seeded = false);
 
 }  // namespace torchtpu

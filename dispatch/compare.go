@@ -1,12 +1,20 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"strings"
+
+	"torchtpu/hlo"
+)
 
 // compareRule builds a comparison: both sides promote to the result type and
 // the result is bool (IEEE semantics: NaN compares unequal to everything).
+// Complex values have no order: only eq and ne take them, as on CPU.
 func compareRule(dir string) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		d := c.resultType(0, 1)
+		if d.IsComplex() && dir != hlo.EQ && dir != hlo.NE {
+			return nil, notImplemented(strings.ToLower(dir)+"_cpu", d)
+		}
 		vs, _, err := c.broadcastArgs(d, 0, 1)
 		if err != nil {
 			return nil, err

@@ -1,6 +1,10 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+
+	"torchtpu/hlo"
+)
 
 // histEdges returns bins+1 evenly spaced edges from lo to hi (rank-0 f64
 // values) in element type e, as CPU's linspace forms them: from the start
@@ -219,10 +223,105 @@ func histogramddFromBinTensors(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{histCount(c.B, x, c.List(1), w, c.Bool(3, false))}, nil
 }
 
+// histc is histc(self, bins, min, max): a histogram of bins equal-width bins
+// over [min, max] (the data's range when min == max); elements outside it
+// are ignored.
+func histc(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	if !m.DType.IsFloat() {
+		return nil, Errorf("\"histogram_cpu\" not implemented for '%s'", scalarTypeName(m.DType))
+	}
+	bins := c.Int(1, 100)
+	if bins <= 0 {
+		return nil, Errorf("torch.histc(): bins must be > 0, but got %d for dimension 0", bins)
+	}
+	lo, hi := c.Float(2, 0), c.Float(3, 0)
+	if lo > hi {
+		return nil, Errorf("torch.histc(): max must be larger than min")
+	}
+	b := c.B
+	acc := accumElem(m.DType)
+	n := m.Numel()
+	x := b.Reshape(b.Convert(c.T(0), acc), n)
+	loV, hiV := c.R.Scalar(lo, acc), c.R.Scalar(hi, acc)
+	if lo == hi {
+		if n > 0 {
+			loV = b.Reduce(x, b.Scalar(acc, hlo.Highest(acc)), hlo.ReduceMin, 0)
+			hiV = b.Reduce(x, b.Scalar(acc, hlo.Lowest(acc)), hlo.ReduceMax, 0)
+		}
+		same := b.Compare(hlo.EQ, loV, hiV)
+		loV = b.Select(same, b.Sub(loV, b.Scalar(acc, 1)), loV)
+		hiV = b.Select(same, b.Add(hiV, b.Scalar(acc, 1)), hiV)
+	}
+	bc := func(v *hlo.Value) *hlo.Value { return b.BroadcastTo(v, []int64{n}) }
+	pos := b.Div(b.Mul(b.Sub(x, bc(loV)), bc(b.Scalar(acc, float64(bins)))), bc(b.Sub(hiV, loV)))
+	idx := b.Convert(b.Floor(pos), hlo.S64)
+	idx = b.Select(b.Compare(hlo.EQ, x, bc(hiV)), bc(b.ConstantInt(hlo.T(hlo.S64), bins-1)), idx)
+	inside := b.And(b.Compare(hlo.GE, x, bc(loV)), b.Compare(hlo.LE, x, bc(hiV)))
+	idx = b.Select(inside, idx, bc(b.ConstantInt(hlo.T(hlo.S64), -1)))
+	hit := b.Compare(hlo.EQ, b.BroadcastInDim(idx, []int64{n, bins}, []int64{0}), b.Iota(hlo.T(hlo.S64, n, bins), 1))
+	counts := b.Reduce(b.Convert(hit, acc), b.Scalar(acc, 0), hlo.ReduceSum, 0)
+	return []*hlo.Value{b.Convert(counts, m.DType.Elem())}, nil
+}
+
+// bincount is bincount(self, weights, minlength): how often each value of
+// the 1-D non-negative integer tensor self occurs (or the sum of its
+// weights). The output length depends on the data, so self is read to the
+// host first.
+func bincount(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	if m.Rank() != 1 || !m.DType.IsIntegral(false) {
+		return nil, Errorf("bincount only supports 1-d non-negative integral inputs.")
+	}
+	minlength := c.Int(2, 0)
+	if minlength < 0 {
+		return nil, Errorf("minlength should be >= 0")
+	}
+	hasW := c.Has(1)
+	if hasW && !slices.Equal(c.Meta(1).Sizes, m.Sizes) {
+		return nil, Errorf("weights should be 1-d and have the same length as input")
+	}
+	vals, err := c.R.Int64s(c.Args[0].Handles[0])
+	if err != nil {
+		return nil, err
+	}
+	n := minlength
+	for _, v := range vals {
+		if v < 0 {
+			return nil, Errorf("bincount only supports 1-d non-negative integral inputs.")
+		}
+		n = max(n, v+1)
+	}
+	b := c.B
+	out := Int64
+	if hasW {
+		out = Float64
+		if c.Meta(1).DType == Float32 {
+			out = Float32
+		}
+	}
+	k := m.Sizes[0]
+	if k == 0 || n == 0 {
+		return []*hlo.Value{full(b, out, []int64{n}, 0)}, nil
+	}
+	x := b.Convert(c.T(0), hlo.S64)
+	hit := b.Compare(hlo.EQ, b.BroadcastInDim(x, []int64{k, n}, []int64{0}), b.Iota(hlo.T(hlo.S64, k, n), 1))
+	var w *hlo.Value
+	if hasW {
+		w = b.BroadcastInDim(b.Convert(c.T(1), out.Elem()), []int64{k, n}, []int64{0})
+	} else {
+		w = full(b, out, []int64{k, n}, 1)
+	}
+	terms := b.Select(hit, w, full(b, out, []int64{k, n}, 0))
+	return []*hlo.Value{b.Reduce(terms, b.Scalar(out.Elem(), 0), hlo.ReduceSum, 0)}, nil
+}
+
 func init() {
 	def("aten::histogram.bin_ct", histogramBinCt, "aten::histogram.bin_ct_out")
 	def("aten::histogram.bins_tensor", histogramBinsTensor, "aten::histogram.bins_tensor_out")
 	def("aten::_histogramdd_bin_edges", histogramddBinEdges)
 	def("aten::_histogramdd_from_bin_cts", histogramddFromBinCts)
 	def("aten::_histogramdd_from_bin_tensors", histogramddFromBinTensors)
+	def("aten::histc", histc)
+	def("aten::bincount", bincount).Needs = hostArgs(0)
 }

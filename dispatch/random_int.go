@@ -155,6 +155,7 @@ func init() {
 	def("aten::random.to", randomRange(false, true), "aten::random.to_out").Needs = random
 	def("aten::random.from", randomRange(true, true), "aten::random.from_out").Needs = random
 	alias("aten::randperm.generator_out", &Rule{Name: "aten::randperm.generator_out", Fn: randpermOut, Needs: random}, OutVariant)
-	def("aten::native_dropout", nativeDropout, "").Needs = random
+	r = def("aten::native_dropout", nativeDropout, "")
+	r.TrailingSeed, r.Needs = true, random
 	def("aten::native_dropout_backward", nativeDropoutBackward)
 }

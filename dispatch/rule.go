@@ -89,6 +89,11 @@ type Rule struct {
 	// of another shape but the same count keeps its shape and receives the
 	// values in row-major order.
 	OutKeepsShape bool
+	// TrailingSeed marks ops that draw random numbers although their schema
+	// has no Generator argument (native_dropout): the shim appends a seed
+	// from the device's default generator after the schema's arguments, so
+	// torch.manual_seed reaches them too.
+	TrailingSeed bool
 }
 
 // Needs declares what a rule needs besides its arguments' device values. The

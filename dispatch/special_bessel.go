@@ -141,32 +141,6 @@ func sphericalJ0Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	return b.Select(b.Compare(hlo.EQ, b.Abs(x), k(math.Inf(1))), k(0), r)
 }
 
-// erfcxOf is exp(x^2) erfc(x): erfc scaled in float64 up to 26, a continued
-// fraction beyond (where erfc underflows), 2 exp(x^2) for x below -6.1 and
-// infinity below -26.7.
-func erfcxOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-	k := func(v float64) *hlo.Value { return splat(b, x, v) }
-	x2 := b.Mul(x, x)
-	mid := b.Mul(pexp(b, x2), b.Chlo("erfc", b.Min(x, k(26))))
-	ispi := k(0.56418958354775628694807945156)
-	cf := b.Div(b.Mul(ispi, b.Add(b.Mul(x2, b.Add(x2, k(4.5))), k(2))),
-		b.Mul(x, b.Add(b.Mul(x2, b.Add(x2, k(5))), k(3.75))))
-	cf = b.Select(b.Compare(hlo.GT, x, k(5e7)), b.Div(ispi, x), cf)
-	r := b.Select(b.Compare(hlo.GT, x, k(26)), cf, mid)
-	r = b.Select(b.Compare(hlo.LT, x, k(-6.1)), b.Mul(k(2), pexp(b, x2)), r)
-	r = b.Select(b.Compare(hlo.LT, x, k(-26.7)), k(math.Inf(1)), r)
-	return b.Select(b.Compare(hlo.NE, x, x), x, r)
-}
-
-// logNdtrOf is log of the standard normal CDF, via erfcx in the lower tail.
-func logNdtrOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-	k := func(v float64) *hlo.Value { return splat(b, x, v) }
-	t := b.Mul(x, k(1/math.Sqrt2))
-	lo := b.Sub(plog(b, b.Div(erfcxOf(b, b.Neg(t)), k(2))), b.Mul(t, t))
-	hi := b.Log1p(b.Neg(b.Div(b.Chlo("erfc", t), k(2))))
-	return b.Select(b.Compare(hlo.LT, x, k(-1)), lo, hi)
-}
-
 // precise applies f to x in float64 for float32 x: the CPU plugin's float32
 // exp, log, sin and cos are a few ULP off the C library's, which PyTorch's
 // float32 kernels call.
@@ -205,6 +179,4 @@ func init() {
 		def("aten::"+o.name, unaryOp(floatDType, o.name, false, upcast(o.f)))
 	}
 	def("aten::special_spherical_bessel_j0", noHalfOp("special_spherical_bessel_j0", sphericalJ0Of))
-	def("aten::special_erfcx", noHalfOp("special_erfcx", viaF64(erfcxOf)))
-	def("aten::special_log_ndtr", noHalfOp("special_log_ndtr", viaF64(logNdtrOf)))
 }

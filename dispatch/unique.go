@@ -103,43 +103,6 @@ func unique2(c *Ctx) ([]*hlo.Value, error) {
 	return out, nil
 }
 
-// indexFill is index_fill.int_Scalar / int_Tensor(self, dim, index, value).
-func indexFill(c *Ctx) ([]*hlo.Value, error) {
-	m := c.Meta(0)
-	dim, err := wrapDim(c.Int(1, 0), m.Rank())
-	if err != nil {
-		return nil, err
-	}
-	size := int64(1)
-	if m.Rank() > 0 {
-		size = m.Sizes[dim]
-	}
-	idx, err := c.R.Int64s(c.Args[2].Handles[0])
-	if err != nil {
-		return nil, err
-	}
-	hit := make([]int64, size)
-	for _, v := range idx {
-		if v < -size || v >= size {
-			return nil, Errorf("index %d is out of bounds for dimension %d with size %d", v, dim, size)
-		}
-		if v < 0 {
-			v += size
-		}
-		hit[v] = 1
-	}
-	b := c.B
-	mask := c.upload(nil, hit, Bool, []int64{size})
-	if m.Rank() > 0 {
-		mask = b.BroadcastInDim(mask, m.Sizes, []int64{dim})
-	} else {
-		mask = b.Reshape(mask)
-	}
-	x := c.T(0)
-	v := b.BroadcastTo(c.Value(3, m.DType), m.Sizes)
-	return []*hlo.Value{b.Select(mask, v, x)}, nil
-}
-
 // unique1 is _unique(self, sorted, return_inverse): _unique2 without counts.
 func unique1(c *Ctx) ([]*hlo.Value, error) {
 	out, err := unique2(c)
@@ -151,7 +114,5 @@ func unique1(c *Ctx) ([]*hlo.Value, error) {
 
 func init() {
 	def("aten::_unique2", unique2).Needs = Needs{Results: true, Uploads: true}
-	def("aten::index_fill.int_Scalar", indexFill, "aten::index_fill.int_Scalar_out").Needs = Needs{HostArgs: []int{2}, Uploads: true}
-	def("aten::index_fill.int_Tensor", indexFill, "aten::index_fill.int_Tensor_out").Needs = Needs{HostArgs: []int{2}, Uploads: true}
 	def("aten::_unique", unique1).Needs = Needs{Results: true, Uploads: true}
 }

@@ -67,6 +67,79 @@ func pNorm(c *Ctx, x *hlo.Value, ord float64, dims []int64) *hlo.Value {
 	return b.Pow(s, b.BroadcastTo(b.Div(b.Scalar(acc, 1), p), s.T.Shape))
 }
 
+// normRule is the norm overloads (self, p, [dim, keepdim], [dtype]); an
+// absent index is -1. p None means 2.
+func normRule(dimIdx, keepIdx, dtypeIdx int) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		m := c.Meta(0)
+		if !m.DType.IsFloat() {
+			return nil, Errorf("norm(): input dtype should be either floating point or complex. Got %s instead.", scalarTypeName(m.DType))
+		}
+		d := m.DType
+		if dtypeIdx >= 0 {
+			var err error
+			if d, err = c.DTypeArg(dtypeIdx, d); err != nil {
+				return nil, err
+			}
+		}
+		dims, keep := iotaDims(m.Rank()), false
+		if dimIdx >= 0 {
+			var err error
+			if dims, _, err = c.reduceDims(dimIdx, m.Rank(), true); err != nil {
+				return nil, err
+			}
+			keep = c.Bool(keepIdx, false)
+		}
+		acc := accumElem(d)
+		r := pNorm(c, c.B.Convert(c.T(0), acc), c.Float(1, 2), dims)
+		return []*hlo.Value{c.B.Convert(finish(c.B, r, m.Sizes, dims, keep), d.Elem())}, nil
+	}
+}
+
+// renorm is renorm(self, p, dim, maxnorm): each slice along dim whose p-norm
+// exceeds maxnorm is scaled down to norm maxnorm.
+func renorm(c *Ctx) ([]*hlo.Value, error) {
+	m := c.Meta(0)
+	if !m.DType.IsFloat() {
+		return nil, Errorf("renorm: Expected a floating point or complex tensor as input. Got %s", m.DType)
+	}
+	p := c.Float(1, 2)
+	if p < 0 {
+		return nil, Errorf("renorm: non-positive-norm not supported")
+	}
+	if c.Float(3, 0) < 0 {
+		return nil, Errorf("renorm: expected maxnorm to be >= 0 but got %g", c.Float(3, 0))
+	}
+	dim, err := wrapDim(c.Int(2, 0), m.Rank())
+	if err != nil {
+		return nil, err
+	}
+	b := c.B
+	acc := accumElem(m.DType)
+	x := b.Convert(c.T(0), acc)
+	if m.Rank() == 0 {
+		x = b.Reshape(x, 1)
+	}
+	var others []int64
+	for i := 0; i < x.T.Rank(); i++ {
+		if int64(i) != dim {
+			others = append(others, int64(i))
+		}
+	}
+	norm := pNorm(c, x, p, others)
+	maxnorm := b.BroadcastTo(c.R.Scalar(c.Float(3, 0), acc), norm.T.Shape)
+	eps := b.BroadcastTo(b.Scalar(acc, 1e-7), norm.T.Shape)
+	one := b.BroadcastTo(b.Scalar(acc, 1), norm.T.Shape)
+	factor := b.Select(b.Compare(hlo.GT, norm, maxnorm), b.Div(maxnorm, b.Add(norm, eps)), one)
+	y := b.Mul(x, b.BroadcastInDim(factor, x.T.Shape, []int64{dim}))
+	return []*hlo.Value{b.Reshape(b.Convert(y, m.DType.Elem()), m.Sizes...)}, nil
+}
+
 func init() {
 	def("aten::linalg_vector_norm", vectorNorm)
+	def("aten::norm.Scalar", normRule(-1, -1, -1), "aten::norm.Scalar_out")
+	def("aten::norm.ScalarOpt_dim", normRule(2, 3, -1), "aten::norm.out")
+	def("aten::norm.ScalarOpt_dim_dtype", normRule(2, 3, 4), "aten::norm.dtype_out")
+	def("aten::norm.ScalarOpt_dtype", normRule(-1, -1, 2), "aten::norm.ScalarOpt_dtype_out")
+	def("aten::renorm", renorm)
 }

@@ -42,6 +42,46 @@ def to_cpu(x):
     return x
 
 
+class Draws:
+    """Draws random CPU tensors from one generator of a fixed seed, so that a test file sees the same values on
+    every run whatever other files ran before it. A file makes one and names its methods:
+    `randn, randint = Draws(0).pair()`."""
+
+    def __init__(self, seed=0):
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def randn(self, *shape, dtype=torch.float32):
+        """Returns standard normal values of the given shape, drawn in float32 and cast to dtype (complex
+        dtypes draw both parts directly)."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if dtype.is_complex:
+            return torch.randn(shape, generator=self.gen, dtype=dtype)
+        return torch.randn(shape, generator=self.gen).to(dtype)
+
+    def randint(self, lo, hi, *shape, dtype=torch.int64):
+        """Returns integers in [lo, hi) of the given shape and dtype."""
+        return torch.randint(lo, hi, shape, generator=self.gen, dtype=dtype)
+
+    def pair(self):
+        """Returns the bound randn and randint."""
+        return self.randn, self.randint
+
+
+def check_grad(fn, *args, atol=1e-5, rtol=1.3e-6):
+    """Compares fn's value and the gradients of its sum w.r.t. the float tensor args on CPU and tpu."""
+    cpu = [a.detach().clone().requires_grad_(a.is_floating_point()) if isinstance(a, torch.Tensor) else a for a in args]
+    tpu = [a.detach().to("tpu").requires_grad_(a.is_floating_point()) if isinstance(a, torch.Tensor) else a
+           for a in args]
+    want, got = fn(*cpu), fn(*tpu)
+    torch.testing.assert_close(got.cpu(), want, atol=atol, rtol=rtol)
+    want.sum().backward()
+    got.sum().backward()
+    for a, b in zip(cpu, tpu):
+        if isinstance(a, torch.Tensor) and a.is_floating_point():
+            torch.testing.assert_close(b.grad.cpu(), a.grad, atol=atol, rtol=rtol)
+
+
 def check(fn, *args, atol=None, rtol=None):
     """Asserts fn on tpu copies of args matches fn on the CPU args, dtype and all."""
     on_tpu = to_tpu(args)  # copied first: fn may modify its inputs in place

@@ -4,13 +4,9 @@ import warnings
 import pytest
 import torch
 
-from conftest import check
+from conftest import Draws, check
 
-g = torch.Generator().manual_seed(0)
-
-
-def randn(*shape, dtype=torch.float32):
-    return torch.randn(*shape, generator=g, dtype=dtype)
+randn = Draws(0).randn
 
 
 pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback

@@ -2,13 +2,9 @@
 import pytest
 import torch
 
-from conftest import check
+from conftest import Draws, check
 
-g = torch.Generator().manual_seed(0)
-
-
-def randn(*shape, dtype=torch.float32):
-    return torch.randn(*shape, generator=g).to(dtype)
+randn = Draws(0).randn
 
 
 def spd(*shape, dtype=torch.float32):

@@ -3,13 +3,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import check, to_tpu
+from conftest import Draws, check
 
-g = torch.Generator().manual_seed(0)
-
-
-def randn(*shape, dtype=torch.float32):
-    return torch.randn(*shape, generator=g).to(dtype)
+randn = Draws(0).randn
 
 
 pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback

@@ -3,6 +3,10 @@ import pytest
 import torch
 import torch.nn as nn
 
+from conftest import Draws
+
+randn = Draws(0).randn
+
 
 TOL = dict(atol=1e-4, rtol=1e-4)
 
@@ -34,10 +38,6 @@ def run_layer(layer, x, permute=None):
     torch.testing.assert_close(xt.grad.cpu(), xc.grad, **TOL)
     for n, p, q in zip(names, ref.parameters(), dev):
         torch.testing.assert_close(q.grad.cpu(), p.grad, **TOL, msg=lambda m: f"{n}: {m}")
-
-
-def randn(*shape):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)))
 
 
 CONV2D = [

@@ -4,13 +4,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import Draws
 
-g = torch.Generator().manual_seed(0)
+
+draws = Draws(0)
+randn, g = draws.randn, draws.gen
 TOL = {"atol": 1e-4, "rtol": 1e-4}
-
-
-def randn(*shape):
-    return torch.randn(shape, generator=g)
 
 
 pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
@@ -61,6 +60,50 @@ def test_pools_3d(mode):
     compare(lambda x: F.adaptive_avg_pool3d(x, (2, 4, 3)), x)
     compare(lambda x: F.adaptive_max_pool3d(x, (2, 4, 3), return_indices=True), x)
     compare(lambda x: F.adaptive_max_pool2d(x[0], (4, 5), return_indices=True), x)
+
+
+POOL3D = [
+    lambda x: F.max_pool3d(x, 2, return_indices=True),
+    lambda x: F.max_pool3d(x, (3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1), dilation=(1, 2, 1)),
+    lambda x: F.max_pool3d(x[0], 3, stride=2, ceil_mode=True, return_indices=True),
+    lambda x: F.avg_pool3d(x, 2),
+    lambda x: F.avg_pool3d(x, 3, stride=2, padding=1, ceil_mode=True),
+    lambda x: F.avg_pool3d(x, (3, 2, 2), stride=(2, 2, 1), padding=(1, 1, 0), divisor_override=5),
+    lambda x: F.adaptive_avg_pool3d(x, (5, 3, 7)),
+    lambda x: F.adaptive_avg_pool3d(x[0], 1),
+    lambda x: F.adaptive_avg_pool3d(x, (3, 3, 3)),
+    lambda x: F.adaptive_max_pool3d(x, 1, return_indices=True),
+]
+
+
+@pytest.mark.parametrize("i", range(len(POOL3D)))
+def test_pools_3d_windows(mode, i):
+    """The 3-d poolings share the 2-d ones' lowering: strides, dilation, ceil_mode, divisors and even bins."""
+    compare(POOL3D[i], randn(2, 3, 5, 6, 7))
+
+
+POOL_ERRORS = [
+    lambda x: torch.ops.aten.avg_pool2d(x[0], [2, 2, 2]),
+    lambda x: torch.ops.aten.max_pool3d_with_indices(x, [2, 2], [], [0], [1], False),
+    lambda x: torch.ops.aten.avg_pool3d(x.int(), [2, 2, 2]),
+    lambda x: torch.ops.aten._adaptive_avg_pool3d(x, [2, 2]),
+    lambda x: torch.ops.aten._adaptive_avg_pool2d(x[0], [2]),
+    lambda x: torch.ops.aten.adaptive_max_pool2d(x[0], [2]),
+    lambda x: torch.ops.aten.adaptive_max_pool3d(x, [2, 2]),
+]
+
+
+@pytest.mark.parametrize("i", range(len(POOL_ERRORS)))
+def test_pool_errors_as_cpu(i):
+    """Bad pooling arguments raise CPU's exception class, with CPU's message, naming the op."""
+    x = randn(1, 2, 4, 4, 4)
+    with pytest.raises(Exception) as want:
+        POOL_ERRORS[i](x)
+    with pytest.raises(type(want.value)) as got:
+        POOL_ERRORS[i](x.to("tpu"))
+    msg = str(got.value)
+    assert msg.startswith(str(want.value).split("\n")[0]), msg
+    assert "on tpu, arguments:" in msg
 
 
 def test_max_unpool(mode):

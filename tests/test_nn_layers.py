@@ -7,18 +7,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from conftest import no_fallbacks
+from conftest import Draws, no_fallbacks
 
-g = torch.Generator().manual_seed(0)
+draws = Draws(0)
+randn, randint, g = draws.randn, draws.randint, draws.gen
 TOL = {"atol": 1e-4, "rtol": 1e-4}
-
-
-def randn(*shape, dtype=torch.float32):
-    return torch.randn(shape, generator=g).to(dtype)
-
-
-def randint(lo, hi, *shape):
-    return torch.randint(lo, hi, shape, generator=g)
 
 
 pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback

@@ -2,17 +2,9 @@
 import pytest
 import torch
 
-from conftest import check, no_fallbacks
+from conftest import Draws, check, no_fallbacks
 
-g = torch.Generator().manual_seed(0)
-
-
-def randn(*shape, dtype=torch.float32):
-    return torch.randn(*shape, generator=g).to(dtype)
-
-
-def randint(lo, hi, *shape, dtype=torch.int64):
-    return torch.randint(lo, hi, shape, generator=g, dtype=dtype)
+randn, randint = Draws(0).pair()
 
 
 pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback

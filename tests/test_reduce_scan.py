@@ -2,17 +2,10 @@
 import pytest
 import torch
 
-from conftest import check
+from conftest import Draws, check
 
-g = torch.Generator().manual_seed(0)
-
-
-def randn(*shape, dtype=torch.float32):
-    return torch.randn(*shape, generator=g).to(dtype)
-
-
-def randint(lo, hi, *shape):
-    return torch.randint(lo, hi, shape, generator=g)
+draws = Draws(0)
+randn, randint, g = draws.randn, draws.randint, draws.gen
 
 
 pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback

@@ -5,13 +5,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import MODES, no_fallbacks
+from conftest import Draws, MODES, no_fallbacks
 
-g = torch.Generator().manual_seed(0)
-
-
-def randn(*shape):
-    return torch.randn(*shape, generator=g)
+randn = Draws(0).randn
 
 
 def attend(q, k, v, m):

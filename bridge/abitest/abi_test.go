@@ -141,6 +141,7 @@ func TestErrors(t *testing.T) {
 	expect(t, l, "a_unchanged", "a_unchanged status=0 1 2 3 4")
 	expect(t, l, "no_rule", "no_rule status=2 has_rule=0")
 	expect(t, l, "has_rule_add", "has_rule_add 1")
+	expect(t, l, "has_rule_dropout", "has_rule_dropout 2")
 	expectHas(t, l, "null_args", "null_args status=1 torchtpu: internal error:")
 	expectHas(t, l, "short_read", "short_read status=1", "16 bytes", "8 host bytes")
 	expectHas(t, l, "unknown_storage", "unknown_storage status=1", "0x7ff0000000")

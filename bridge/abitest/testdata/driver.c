@@ -148,6 +148,7 @@ static void errors(void) {
   ttpu_status s = ttpu_op("aten::definitely_not_an_op", NULL, 0, 0, NULL, 0, none, 1, &nouts, err, sizeof err);
   printf("no_rule status=%d has_rule=%d\n", s, ttpu_has_rule("aten::definitely_not_an_op"));
   printf("has_rule_add %d\n", ttpu_has_rule("aten::add.Tensor"));
+  printf("has_rule_dropout %d\n", ttpu_has_rule("aten::native_dropout"));
 
   /* Two arguments promised, none given: a Go panic, which must come back as an error. */
   s = ttpu_op("aten::add.Tensor", NULL, 2, 0, NULL, 0, none, 1, &nouts, err, sizeof err);

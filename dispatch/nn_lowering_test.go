@@ -1,0 +1,85 @@
+package dispatch
+
+import "testing"
+
+// nnLowerings covers softmax.go, norm.go, batch_norm.go, loss.go,
+// loss_pointwise.go and matmul.go.
+var nnLowerings = family("nn", []lowering{
+	{"aten::_softmax", "f32[2,3] 1 false", "2x3xf32", `CHECK: stablehlo.reduce"; CHECK: stablehlo.exponential"; CHECK: stablehlo.divide"`},
+	{"aten::_log_softmax", "f32[2,3] 0 false", "2x3xf32", `CHECK: stablehlo.exponential"; CHECK: stablehlo.log"`},
+	{"aten::_softmax_backward_data", "f32[2,3] f32[2,3] 1 dt:f32", "2x3xf32", `CHECK: stablehlo.reduce"`},
+	{"aten::_log_softmax_backward_data", "f32[2,3] f32[2,3] 1 dt:f32", "2x3xf32", `CHECK: stablehlo.exponential"`},
+	{"aten::native_layer_norm", "f32[2,3,4] [4] f32[4] f32[4] 1e-5", "2x3x4xf32, 2x3x1xf32, 2x3x1xf32", `CHECK: stablehlo.rsqrt"`},
+	{"aten::native_layer_norm", "f32[2,3,4] [3] none none 1e-5", "error: normalized_shape", ""},
+	{"aten::native_layer_norm_backward", "f32[2,4] f32[2,4] [4] f32[2,1] f32[2,1] f32[4] f32[4] bools[1,1,1]", "2x4xf32, 4xf32, 4xf32", `CHECK: stablehlo.reduce"`},
+	{"aten::native_group_norm", "f32[2,4,3] f32[4] f32[4] 2 4 3 2 1e-5", "2x4x3xf32, 2x2xf32, 2x2xf32", `CHECK: stablehlo.rsqrt"`},
+	{"aten::native_group_norm_backward", "f32[2,4,3] f32[2,4,3] f32[2,2] f32[2,2] f32[4] 2 4 3 2 bools[1,1,1]", "2x4x3xf32, 4xf32, 4xf32", `CHECK: stablehlo.reduce"`},
+	{"aten::native_batch_norm", "f32[2,3,4] f32[3] f32[3] f32[3] f32[3] true 0.1 1e-5", "2x3x4xf32, 3xf32, 3xf32", `CHECK: stablehlo.rsqrt"`},
+	{"aten::_native_batch_norm_legit", "f32[2,3] f32[3] f32[3] f32[3] f32[3] true 0.1 1e-5", "2x3xf32, 3xf32, 3xf32", `CHECK: stablehlo.rsqrt"`},
+	{"aten::_native_batch_norm_legit.no_stats", "f32[2,3] none none true 0.1 1e-5", "2x3xf32, 3xf32, 3xf32", `CHECK: stablehlo.rsqrt"`},
+	{"aten::_native_batch_norm_legit_no_training", "f32[2,3] f32[3] f32[3] f32[3] f32[3] 0.1 1e-5", "2x3xf32, 0xf32, 0xf32", `CHECK: stablehlo.rsqrt"`},
+	{"aten::_batch_norm_with_update", "f32[2,3] f32[3] f32[3] f32[3] f32[3] 0.1 1e-5", "2x3xf32, 3xf32, 3xf32, 0xui8", `CHECK: stablehlo.rsqrt"`},
+	{"aten::_batch_norm_no_update", "f32[2,3] f32[3] f32[3] f32[3] f32[3] 0.1 1e-5", "2x3xf32, 0xf32, 0xf32, 0xui8", `CHECK: stablehlo.rsqrt"`},
+	{"aten::native_batch_norm_backward", "f32[2,3] f32[2,3] f32[3] f32[3] f32[3] f32[3] f32[3] true 1e-5 bools[1,1,1]", "2x3xf32, 3xf32, 3xf32", `CHECK: stablehlo.reduce"`},
+	{"aten::batch_norm_backward", "f32[2,3] f32[2,3] f32[3] f32[3] f32[3] f32[3] f32[3] true 1e-5 bools[1,1,1] u8[0]", "2x3xf32, 3xf32, 3xf32", `CHECK: stablehlo.reduce"`},
+	{"aten::mse_loss", "f32[2,3] f32[2,3] 1", "f32", `CHECK: stablehlo.multiply"; CHECK: stablehlo.reduce"; CHECK: stablehlo.divide"`},
+	{"aten::mse_loss", "f32[2,3] f32[2,3] 0", "2x3xf32", `CHECK-NOT: stablehlo.reduce"`},
+	{"aten::mse_loss_backward", "f32[] f32[2,3] f32[2,3] 1", "2x3xf32", `CHECK: stablehlo.subtract"`},
+	{"aten::nll_loss_forward", "f32[4,5] i64[4]=0,1,4,2 none 1 -100", "f32, f32", `CHECK: stablehlo.divide"`},
+	{"aten::nll_loss_forward", "f32[4,5] i64[4]=0,1,5,2 none 1 -100", "error: Target 5 is out of bounds", ""},
+	{"aten::nll_loss_backward", "f32[] f32[4,5] i64[4]=0,1,4,2 none 1 -100 f32[]", "4x5xf32", ``},
+	{"aten::nll_loss2d_forward", "f32[2,5,3,3] i64[2,3,3] f32[5] 2 -100", "f32, f32", ``},
+	{"aten::nll_loss2d_backward", "f32[] f32[2,5,3,3] i64[2,3,3] none 2 -100 f32[]", "2x5x3x3xf32", ``},
+	{"aten::binary_cross_entropy", "f32[4] f32[4] none 1", "f32", `CHECK: stablehlo.log"`},
+	{"aten::binary_cross_entropy_backward", "f32[] f32[4] f32[4] none 1", "4xf32", `CHECK: stablehlo.divide"`},
+	{"aten::huber_loss", "f32[4] f32[4] 0 1.5", "4xf32", `CHECK: stablehlo.select"`},
+	{"aten::huber_loss_backward", "f32[4] f32[4] f32[4] 0 1.5", "4xf32", ``},
+	{"aten::smooth_l1_loss", "f32[4] f32[4] 2 1.0", "f32", `CHECK: stablehlo.reduce"`},
+	{"aten::smooth_l1_loss_backward", "f32[] f32[4] f32[4] 2 1.0", "4xf32", ``},
+	{"aten::addbmm", "f32[2,5] f32[3,2,4] f32[3,4,5] #1 #1", "2x5xf32", `CHECK: stablehlo.dot_general"; CHECK-SAME: -> tensor<2x5xf32>; CHECK: stablehlo.add"`},
+	{"aten::addmm", "f32[5] f32[2,3] f32[3,5] #1 #1", "2x5xf32", `CHECK: stablehlo.dot_general"; CHECK: stablehlo.add"`},
+	{"aten::addmv", "f32[2] f32[2,3] f32[3] #1 #1", "2xf32", `CHECK: stablehlo.dot_general"`},
+	{"aten::baddbmm", "f32[3,2,5] f32[3,2,4] f32[3,4,5] #1 #1", "3x2x5xf32", `CHECK: stablehlo.dot_general"`},
+	{"aten::bmm", "bf16[3,2,4] bf16[3,4,5]", "3x2x5xbf16", `CHECK: stablehlo.dot_general"`},
+	{"aten::dot", "f32[4] f32[4]", "f32", `CHECK: stablehlo.dot_general"`},
+	{"aten::mm", "f64[2,3] f64[3,4]", "2x4xf64", `CHECK: stablehlo.dot_general"; CHECK-SAME: -> tensor<2x4xf64>`},
+	{"aten::mv", "f32[2,3] f32[3]", "2xf32", `CHECK: stablehlo.dot_general"`},
+	{"aten::vdot", "c64[3] c64[3]", "complex<f32>", `CHECK: stablehlo.dot_general"`},
+})
+
+func TestNNLowerings(t *testing.T) { runLowerings(t, nnLowerings) }
+
+// activationLowerings covers activation_float.go, activation_backward.go and
+// activation_float_backward.go.
+var activationLowerings = family("activation", []lowering{
+	{"aten::_prelu_kernel", "f32[2,3] f32[3]", "2x3xf32", `CHECK: stablehlo.select"`},
+	{"aten::_prelu_kernel_backward", "f32[2,3] f32[2,3] f32[3]", "2x3xf32, 2x3xf32", `CHECK: stablehlo.select"`},
+	{"aten::hardshrink", "f32[3] #0.5", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::hardsigmoid", "f32[3]", "3xf32", ``},
+	{"aten::hardswish", "f32[3]", "3xf32", ``},
+	{"aten::mish", "f32[3]", "3xf32", `CHECK: stablehlo.tanh"`},
+	{"aten::rrelu_with_noise", "f32[3] f32[3] #0.125 #0.3333 false 1", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::softplus", "f32[3] #1 #20", "3xf32", `CHECK: stablehlo.log_plus_one"`},
+	{"aten::softshrink", "f32[3] #0.5", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::threshold", "f32[3] #0.1 #20", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::gelu_backward", "f32[3] f32[3] 'none'", "3xf32", `CHECK: stablehlo.exponential"`},
+	{"aten::log_sigmoid_backward", "f32[3] f32[3] f32[3]", "3xf32", ``},
+	{"aten::log_sigmoid_forward", "f32[3]", "3xf32, 0xf32", `CHECK: stablehlo.log_plus_one"`},
+	{"aten::sigmoid_backward", "f32[3] f32[3]", "3xf32", `CHECK: stablehlo.multiply"`},
+	{"aten::silu_backward", "f32[3] f32[3]", "3xf32", `CHECK: stablehlo.logistic"`},
+	{"aten::tanh_backward", "f32[3] f32[3]", "3xf32", `CHECK: stablehlo.multiply"`},
+	{"aten::threshold_backward", "f32[3] f32[3] #0", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::elu_backward", "f32[3] #1 #1 #1 false f32[3]", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::hardshrink_backward", "f32[3] f32[3] #0.5", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::hardsigmoid_backward", "f32[3] f32[3]", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::hardswish_backward", "f32[3] f32[3]", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::hardtanh_backward", "f32[3] f32[3] #-1 #1", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::leaky_relu_backward", "f32[3] f32[3] #0.01 false", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::logit_backward", "f32[3] f32[3] none", "3xf32", `CHECK: stablehlo.divide"`},
+	{"aten::mish_backward", "f32[3] f32[3]", "3xf32", `CHECK: stablehlo.tanh"`},
+	{"aten::rrelu_with_noise_backward", "f32[3] f32[3] f32[3] #0.125 #0.3333 false false", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::softplus_backward", "f32[3] f32[3] #1 #20", "3xf32", `CHECK: stablehlo.select"`},
+	{"aten::softshrink_backward", "f32[3] f32[3] #0.5", "3xf32", `CHECK: stablehlo.select"`},
+})
+
+func TestActivationLowerings(t *testing.T) { runLowerings(t, activationLowerings) }

@@ -1,0 +1,45 @@
+"""_scaled_dot_product_flash_attention_for_cpu (the op scaled_dot_product_attention picks on tpu) and its backward
+against CPU torch: values, gradients, the logsumexp and CPU's strides."""
+import pytest
+import torch
+
+from conftest import Draws, check, check_grad
+
+randn = Draws(0).randn
+
+
+pytestmark = pytest.mark.usefixtures("fresh_metrics")  # every test: metrics reset, no CPU fallback
+
+
+def test_flash_attention_dropout_is_refused_like_cpu():
+    q = randn(1, 2, 4, 8).to("tpu")
+    with pytest.raises(RuntimeError, match="Currently do not support dropout > 0"):
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, q, q, dropout_p=0.5)
+
+
+def test_flash_attention_for_cpu(mode):
+    f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    q, k, v = randn(2, 3, 4, 8), randn(2, 3, 6, 8), randn(2, 3, 6, 8)
+    mask = randn(4, 6)
+    check_grad(lambda a, b, c: f(a, b, c, is_causal=True)[0], q, k, v, rtol=1e-5)
+    check_grad(lambda a, b, c: f(a, b, c, attn_mask=mask.to(a.device), scale=0.3)[0], q, k, v, rtol=1e-5)
+    check(lambda a, b, c: f(a, b, c)[1], q, k, v, atol=1e-5, rtol=1e-5)
+
+
+def test_flash_attention_strides_match_cpu():
+    # Compiled graphs view these results with the strides CPU's kernels (and their meta functions) give.
+    f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    bwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
+    q, k, v = randn(2, 3, 4, 8), randn(2, 3, 6, 8), randn(2, 3, 6, 8)
+    layouts = []
+    for dev in ("cpu", "tpu"):
+        # The query as a transformer block makes it: heads split out of [B, L, H*E] and moved forward.
+        a = q.transpose(1, 2).contiguous().to(dev).transpose(1, 2)
+        b, c = k.to(dev), v.to(dev)
+        out, lse = f(a, b, c, is_causal=True)
+        grads = bwd(out, a, b, c, out, lse, 0.0, True)
+        layouts.append([(t.shape, t.stride()) for t in (out, lse, *grads)])
+        if dev == "tpu":
+            torch.testing.assert_close(grads[1].cpu(), cpu_grads[1], atol=1e-5, rtol=1e-5)
+        cpu_grads = grads
+    assert layouts[0] == layouts[1]
