@@ -62,7 +62,8 @@ func runReplay(t *testing.T, e *Engine, dev int, c replayCall, xs, ys []float32)
 // TestReplayMatchesFreshLowering runs each call twice in strict mode (the
 // second call replays the plan the first recorded) and compares the replay
 // with the same call lowered afresh by a debug-mode engine, which never
-// plans; then it replays on a second device, whose program is the same.
+// plans; each device learns and replays plans of its own (a plan is device
+// state), while the program they launch is the same.
 func TestReplayMatchesFreshLowering(t *testing.T) {
 	strict := newDevicesEngine(t, 2)
 	strict.mode = ModeStrict
@@ -71,7 +72,9 @@ func TestReplayMatchesFreshLowering(t *testing.T) {
 	xs := []float32{-1.5, 0, 0.5, 2, 3, -2.25}
 	ys := []float32{10, -20, 30, 0.25, 8, 1}
 	for _, c := range replayCalls {
-		runReplay(t, strict, 0, c, first, first)
+		for dev := 0; dev < 2; dev++ {
+			runReplay(t, strict, dev, c, first, first)
+		}
 		for dev := 0; dev < 2; dev++ {
 			hits := strict.m.FastPathHits
 			got := runReplay(t, strict, dev, c, xs, ys)
