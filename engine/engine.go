@@ -99,7 +99,6 @@ func New() *Engine {
 	e.logs = readLogTopics()
 	e.limit = memoryLimit()
 	e.checkNaNs = os.Getenv("TORCHTPU_CHECK_NANS") == "1"
-	e.checkNeeds = os.Getenv("TORCHTPU_CHECK_NEEDS") == "1"
 	e.noDonate = os.Getenv("TORCHTPU_DONATE") == "0"
 	e.noFusedPath = os.Getenv("TORCHTPU_FUSED_FAST_PATH") == "0"
 	e.noPhaseCut = os.Getenv("TORCHTPU_BACKWARD_CUT") == "0"
@@ -147,6 +146,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 		e.options = opts
 	}
 	e.pluginID = e.pluginIdentity()
+	e.checkNeeds = os.Getenv("TORCHTPU_CHECK_NEEDS") == "1"
 	e.tiers = compile_cache.OpenTiers(compile_cache.DirFromEnv(os.LookupEnv), os.Getenv("TORCHTPU_CACHE_URL"))
 	return nil
 }
