@@ -8,6 +8,7 @@ change of pins makes a fresh environment; `.complete` marks a finished one.
 - "xla": torch 2.9.0 and torch_xla 2.9.0 (torch_xla pins torch exactly). PyPI
   carries only the CUDA build of torch for x86_64, so its nvidia-* wheels come
   along; they are loaded at import but need no GPU, and everything runs on CPU.
+  transformers, at the project's own pin, for bench/generate.py.
 - "jax": jax and optax on the XLA CPU backend, plus matplotlib for `--plot`.
 """
 import hashlib
@@ -16,7 +17,7 @@ import subprocess
 import sys
 
 PINS = {
-    "xla": ["torch==2.9.0", "torch_xla==2.9.0", "numpy==2.4.6"],
+    "xla": ["torch==2.9.0", "torch_xla==2.9.0", "numpy==2.4.6", "transformers==5.25.0"],
     "jax": ["jax==0.10.2", "jaxlib==0.10.2", "optax==0.2.8", "numpy==2.4.6", "matplotlib==3.11.2"],
 }
 

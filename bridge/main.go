@@ -70,7 +70,10 @@ func guard(buf *C.char, n C.int64_t, f func() error) (status C.ttpu_status) {
 
 //export ttpu_init
 func ttpu_init(path *C.char, cpuDevices C.int32_t, err *C.char, errlen C.int64_t) C.ttpu_status {
-	return guard(err, errlen, func() error { return eng.Init(C.GoString(path), int(cpuDevices)) })
+	return guard(err, errlen, func() error {
+		syncEnv()
+		return eng.Init(C.GoString(path), int(cpuDevices))
+	})
 }
 
 //export ttpu_device_count

@@ -249,3 +249,29 @@ func TestOpenTiersBothOffIsNil(t *testing.T) {
 	assert.Equal(t, Missed, from)
 	none.Store("k", []byte("x")) // no tiers: nothing to do, no panic
 }
+
+func TestTiersLookupSaysWhichTiersItAsked(t *testing.T) {
+	_, r := newCacheServer(t)
+	d, err := OpenDir(t.TempDir())
+	require.NoError(t, err)
+	tiers := &Tiers{Disk: d, Remote: r, Warn: func(string) {}}
+
+	_, from, asked := tiers.Lookup("k")
+	assert.Equal(t, Missed, from)
+	assert.Equal(t, Asked{Disk: true, Remote: true}, asked, "a miss asks both tiers")
+	tiers.Store("k", []byte("exe"))
+	_, from, asked = tiers.Lookup("k")
+	assert.Equal(t, FromDisk, from)
+	assert.Equal(t, Asked{Disk: true}, asked, "a disk hit does not ask the server")
+
+	remoteOnly := &Tiers{Remote: r, Warn: tiers.Warn}
+	data, from, asked := remoteOnly.Lookup("k")
+	assert.Equal(t, FromRemote, from)
+	assert.Equal(t, "exe", string(data))
+	assert.Equal(t, Asked{Remote: true}, asked)
+
+	var none *Tiers
+	_, from, asked = none.Lookup("k")
+	assert.Equal(t, Missed, from)
+	assert.Equal(t, Asked{}, asked, "no tiers, nothing asked")
+}

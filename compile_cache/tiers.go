@@ -68,6 +68,10 @@ func OpenTiers(dir, url string) *Tiers {
 	return t
 }
 
+// Asked says which tiers a lookup consulted: a tier that is off, or the
+// remote tier while it rests after failures, is not asked.
+type Asked struct{ Disk, Remote bool }
+
 // Load returns the payload stored under key by the nearest tier that holds
 // it, and which tier that was. A remote hit is also written to disk. A
 // missing entry, or one in an older framing, is a quiet miss. A damaged
@@ -75,13 +79,21 @@ func OpenTiers(dir, url string) *Tiers {
 // is a miss with a warning naming the tier and the key; such a disk entry is
 // deleted, so the recompiled program takes its place.
 func (t *Tiers) Load(key string) ([]byte, Source) {
+	data, from, _ := t.Lookup(key)
+	return data, from
+}
+
+// Lookup is Load that also says which tiers it asked, so that a caller can
+// count each tier's hits and misses.
+func (t *Tiers) Lookup(key string) (data []byte, from Source, asked Asked) {
 	if t == nil {
-		return nil, Missed
+		return nil, Missed, asked
 	}
 	if t.Disk != nil {
+		asked.Disk = true
 		data, err := t.Disk.Load(key)
 		if err == nil {
-			return data, FromDisk
+			return data, FromDisk, asked
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			what := "deleted it"
@@ -92,6 +104,7 @@ func (t *Tiers) Load(key string) ([]byte, Source) {
 		}
 	}
 	if t.Remote != nil && !t.Remote.Paused() {
+		asked.Remote = true
 		data, err := t.Remote.Load(key)
 		if err == nil {
 			if t.Disk != nil {
@@ -99,7 +112,7 @@ func (t *Tiers) Load(key string) ([]byte, Source) {
 					t.Warn(fmt.Sprintf("cannot write compile cache entry %s to disk: %v", key, err))
 				}
 			}
-			return data, FromRemote
+			return data, FromRemote, asked
 		}
 		switch {
 		case errors.Is(err, ErrUnavailable):
@@ -108,7 +121,7 @@ func (t *Tiers) Load(key string) ([]byte, Source) {
 			t.Warn(fmt.Sprintf("remote compile cache entry %s is unusable (%v); not using it, recompiling", key, err))
 		}
 	}
-	return nil, Missed
+	return nil, Missed, asked
 }
 
 // Store writes payload under key to every tier.

@@ -97,11 +97,14 @@ func slowCompileLine(f *flushCtx, key string) string {
 }
 
 // noteProgram records the explanation of a program new to this process:
-// counts its reason, and prints it under TORCHTPU_LOG=recompiles (when it is
+// counts its reason when it was compiled (how is "compiled", or "loaded from"
+// a tier), and prints it under TORCHTPU_LOG=recompiles (when it is
 // not the first program of its call site) or =compiles.
 func (e *Engine) noteProgram(key, how string, sum *hlo.Summary, t0 time.Time) {
 	reason, detail := e.explainCompile(e.fl.site(), sum)
-	e.m.CompilesByReason[reason]++
+	if how == "compiled" {
+		e.m.CompilesByReason[reason]++
+	}
 	e.lastReason = reason + ": " + detail
 	if (reason != reasonNew && e.logs.recompiles) || e.logs.compiles {
 		topic := "compile"

@@ -15,13 +15,17 @@ type Metrics struct {
 	OpSeconds         float64          `json:"op_seconds"` // host time inside the engine's op entry: rules, recording, replays and any launch an op made
 	GraphsCompiled    int64            `json:"graphs_compiled"`
 	CompileSeconds    float64          `json:"compile_seconds"`
-	CompilesByReason  map[string]int64 `json:"compiles_by_reason"` // programs new to the process, by recompile reason
-	CacheHits         int64            `json:"cache_hits"`
-	CacheMisses       int64            `json:"cache_misses"`
+	CompilesByReason  map[string]int64 `json:"compiles_by_reason"` // programs compiled (not loaded from a persistent tier), by recompile reason
+	CacheHits         int64            `json:"cache_hits"`         // in-memory tier hits (strict fast-path replays included)
+	CacheMisses       int64            `json:"cache_misses"`       // in-memory tier misses: each is loaded from a persistent tier or compiled
 	FastPathHits      int64            `json:"strict_fast_path_hits"`
 	FusedFastPathHits int64            `json:"fused_fast_path_hits"`
 	DiskHits          int64            `json:"disk_cache_hits"`
+	DiskMisses        int64            `json:"disk_cache_misses"`
 	RemoteHits        int64            `json:"remote_cache_hits"`
+	RemoteMisses      int64            `json:"remote_cache_misses"`
+	LoadSeconds       float64          `json:"cache_load_seconds"`     // time asking the persistent tiers and loading what they held
+	Tiers             []string         `json:"persistent_cache_tiers"` // the persistent tiers that are on: "disk", "remote"
 	Executions        int64            `json:"executions"`
 	LaunchSeconds     float64          `json:"execute_launch_seconds"` // host time spent launching
 	DeviceSeconds     float64          `json:"execute_device_seconds"` // device time of executions run while a trace was active
@@ -52,6 +56,13 @@ func (e *Engine) MetricsJSON() []byte {
 	m := e.m
 	m.LiveStorages, m.MemoryBytes, m.Mode = e.live, e.liveB, e.mode.String()
 	m.DeviceSeconds = float64(e.tr.devNanos.Load()) / 1e9
+	m.Tiers = []string{}
+	if e.tiers != nil && e.tiers.Disk != nil {
+		m.Tiers = append(m.Tiers, "disk")
+	}
+	if e.tiers != nil && e.tiers.Remote != nil {
+		m.Tiers = append(m.Tiers, "remote")
+	}
 	if e.hostCache {
 		hc := pjrt.ReadHostCacheStats()
 		m.HostCacheFree, m.HostCacheHits, m.HostCacheMisses = hc.FreeBytes, hc.Hits-e.hcBase.Hits, hc.Misses-e.hcBase.Misses

@@ -158,13 +158,13 @@ report(ok=ok, **counters())
 
 
 def test_a_graph_that_falls_back_in_strict_mode_still_launches_one_program():
-    # A CPU tensor input (an optimizer's step count is one) keeps a graph from becoming a program.
+    # A CPU tensor input of rank 1 or more keeps a graph from becoming a program.
     res, _ = run("""
 def f(x, s):
-    y = (x * s).sin() + x.cos() * 2 - 1
+    y = (x * s.to(x.device)).sin() + x.cos() * 2 - 1
     return y.exp() / (y * y + 1)
 cf = torch.compile(f, backend="tpu")
-x, s = torch.randn(8, 8), torch.tensor(3.0)
+x, s = torch.randn(8, 8), torch.full((8,), 3.0)
 ok, launches = [], []
 for i in range(3):
     s += 1

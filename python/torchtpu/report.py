@@ -18,6 +18,15 @@ def _pct(part, whole):
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
 
+def _tier(m, name):
+    """One persistent tier's line: its hits and misses, or that it is off."""
+    on = m.get("persistent_cache_tiers")
+    if on is not None and name not in on:
+        return "off"
+    hits, misses = m.get(f"{name}_cache_hits", 0), m.get(f"{name}_cache_misses", 0)
+    return f"{hits} hits, {misses} misses ({_pct(hits, hits + misses)} hit)"
+
+
 def format_report(m):
     """The report for a metrics dict (what torch.tpu.metrics() returns)."""
     lines = []
@@ -27,15 +36,17 @@ def format_report(m):
     add("Compile:")
     add(f"  programs compiled      {m['graphs_compiled']}")
     add(f"  compile time           {m['compile_seconds']:.3f} s")
-    add("  new programs by reason " + (", ".join(f"{k}: {v}" for k, v in _by_count(m["compiles_by_reason"])) or "none"))
+    add("  compiles by reason     " + (", ".join(f"{k}: {v}" for k, v in _by_count(m["compiles_by_reason"])) or "none"))
     if m.get("compiled_programs_by_reason"):
         add("  torch.compile programs by reason " + ", ".join(
             f"{k}: {v}" for k, v in _by_count(m["compiled_programs_by_reason"])))
     add("Program cache:")
-    add(f"  memory hits            {m['cache_hits']} of {lookups} lookups ({_pct(m['cache_hits'], lookups)})")
+    add(f"  memory                 {m['cache_hits']} hits, {m['cache_misses']} misses "
+        f"({_pct(m['cache_hits'], lookups)} hit)")
+    add(f"  disk                   {_tier(m, 'disk')}")
+    add(f"  remote                 {_tier(m, 'remote')}")
+    add(f"  load time              {m.get('cache_load_seconds', 0.0):.3f} s")
     add(f"  strict fast path hits  {m['strict_fast_path_hits']}")
-    add(f"  disk hits              {m['disk_cache_hits']} of {m['cache_misses']} memory misses ({_pct(m['disk_cache_hits'], m['cache_misses'])})")
-    add(f"  remote hits            {m['remote_cache_hits']} of {m['cache_misses']} memory misses ({_pct(m['remote_cache_hits'], m['cache_misses'])})")
     add("Execute:")
     add(f"  executions             {m['executions']}")
     add(f"  launch time (host)     {m['execute_launch_seconds']:.3f} s")
@@ -61,6 +72,7 @@ def format_report(m):
 
 
 def metrics_report():
-    """A multi-line summary: compiles (count, time, reasons), cache hits per tier, executions
+    """A multi-line summary: compiles (count, time, reasons), hits and misses of each program cache tier
+    (memory, disk, remote) and the time loading from the persistent ones, executions
     (count, launch and traced device time), flushes, transfers, CPU fallbacks by op, memory."""
     return format_report(metrics())

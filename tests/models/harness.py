@@ -7,7 +7,7 @@ mode: "strict", "fused", or "compile" (strict mode with the model wrapped in tor
 It asserts, per step, the relative loss gap and the relative error of every parameter's gradient; every
 parameter after the last step against CPU's AdamW fed tpu's gradients; and no CPU fallback over the whole run.
 The default selection trains one step; `TORCHTPU_ZOO=full` (make test-models) trains FULL_STEPS steps and
-selects the tests marked `zoo_full` (generation, autocast).
+selects the tests marked `zoo_full` (generation, autocast). Generation is compared in generation.py.
 
 With TORCHTPU_ZOO_REPORT=FILE each tpu run appends one JSON line to FILE (gaps, worst parameter, programs
 compiled, step times against CPU eager); tests/models/table.py turns the lines into a table.
@@ -239,27 +239,3 @@ def record(case, mode, steps, per_step, params, got, want, metrics, fallbacks):
     }
     with open(path, "a") as f:
         f.write(json.dumps(row) + "\n")
-
-
-def compare_generation(build, prompt, mode, max_new_tokens=8, **kw):
-    """Greedy generate() on tpu in mode against CPU eager: the tokens must be equal, with no CPU fallback."""
-    torch.manual_seed(0)
-    model = build().eval()
-    want = model.generate(*prompt, max_new_tokens=max_new_tokens, do_sample=False, **kw)
-    model = model.to("tpu")
-    torch.tpu.set_mode("strict" if mode == "compile" else mode)
-    try:
-        if mode == "compile":
-            torch._dynamo.reset()
-            model.forward = torch.compile(model.forward, backend="tpu", dynamic=False)
-        torch.tpu.reset_metrics()
-        with torch.no_grad():
-            got = model.generate(*to(prompt, "tpu"), max_new_tokens=max_new_tokens, do_sample=False,
-                                 **{k: (v.to("tpu") if isinstance(v, torch.Tensor) else v) for k, v in kw.items()})
-        got = got.cpu()
-        fallbacks = {k: v for k, v in torch.tpu.metrics()["cpu_fallbacks"].items() if v}
-    finally:
-        torch.tpu.synchronize()
-        torch.tpu.set_mode("strict")
-    assert torch.equal(got, want), f"tpu tokens {got.tolist()} vs CPU {want.tolist()}"
-    assert not fallbacks, f"CPU fallbacks: {fallbacks}"

@@ -1,9 +1,11 @@
-"""GPT-2 (transformers, SDPA attention): training in every mode, greedy generation, and bf16 autocast."""
+"""GPT-2 (transformers, SDPA attention): training in every mode, greedy and sampled generation with the dynamic
+and the static cache, and bf16 autocast."""
 import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from .harness import MODES, Case, compare_generation, compare_training
+from .generation import check_sampling, compare_generation
+from .harness import MODES, Case, compare_training
 
 VOCAB, SEQ, BATCH = 128, 16, 2
 
@@ -44,8 +46,22 @@ def test_gpt2_bf16_autocast_trains_like_cpu(mode):
     compare_training(GPT2_BF16, mode)
 
 
-@pytest.mark.zoo_full
 @pytest.mark.parametrize("mode", MODES)
-def test_gpt2_greedy_generation_matches_cpu(mode):
+def test_gpt2_short_greedy_generation_with_a_static_cache_matches_cpu(mode):
+    # The fast tier's one generate per mode: a static cache, so every mode also runs the compiled decoding step.
+    compare_generation(build, (batch(7)[0][:, :4],), mode, max_new_tokens=4, cache="static", pad_token_id=0)
+
+
+@pytest.mark.zoo_full
+@pytest.mark.parametrize("cache", [None, "static"])
+@pytest.mark.parametrize("mode", MODES)
+def test_gpt2_greedy_generation_matches_cpu(mode, cache):
     prompt = (batch(7)[0][:, :5],)
-    compare_generation(build, prompt, mode, pad_token_id=0)
+    compare_generation(build, prompt, mode, cache=cache, pad_token_id=0)
+
+
+@pytest.mark.zoo_full
+@pytest.mark.parametrize("cache", [None, "static"])
+@pytest.mark.parametrize("mode", MODES)
+def test_gpt2_sampled_generation_runs_on_tpu(mode, cache):
+    check_sampling(build, (batch(8)[0][:, :5],), mode, VOCAB, cache=cache, pad_token_id=0)

@@ -1,10 +1,11 @@
 """Llama (transformers) with grouped-query attention (2 key/value heads for 4 query heads): training in every
-mode and greedy generation."""
+mode, greedy and sampled generation with the dynamic and the static cache."""
 import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from .harness import MODES, Case, compare_generation, compare_training
+from .generation import check_sampling, compare_generation
+from .harness import MODES, Case, compare_training
 
 VOCAB, SEQ, BATCH = 128, 16, 2
 
@@ -35,6 +36,14 @@ def test_llama_trains_like_cpu(mode):
 
 
 @pytest.mark.zoo_full
+@pytest.mark.parametrize("cache", [None, "static"])
 @pytest.mark.parametrize("mode", MODES)
-def test_llama_greedy_generation_matches_cpu(mode):
-    compare_generation(build, (batch(7)[0][:, :5],), mode)
+def test_llama_greedy_generation_matches_cpu(mode, cache):
+    compare_generation(build, (batch(7)[0][:, :5],), mode, cache=cache)
+
+
+@pytest.mark.zoo_full
+@pytest.mark.parametrize("cache", [None, "static"])
+@pytest.mark.parametrize("mode", MODES)
+def test_llama_sampled_generation_runs_on_tpu(mode, cache):
+    check_sampling(build, (batch(8)[0][:, :5],), mode, VOCAB, cache=cache)

@@ -4,7 +4,8 @@ import pytest
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
-from .harness import MODES, Case, compare_generation, compare_training
+from .generation import compare_generation
+from .harness import MODES, Case, compare_training
 
 VOCAB, SRC, TGT, BATCH = 128, 12, 8, 2
 

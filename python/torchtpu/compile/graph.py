@@ -3,9 +3,11 @@
 The first call with real tpu tensors captures: the graph runs once on its inputs while the engine
 records every op into one pending graph instead of running it, then the engine compiles that graph
 into one program whose parameters are the inputs by position, and runs it. Later calls replay: the
-inputs' buffers are bound and the cached executable launched, with no per-op dispatch. A graph that
-cannot become one program (an op without a tpu rule, a value read to the host, a CPU tensor input)
-runs eagerly on tpu from then on, counted in torch.tpu.metrics(); in strict mode its ops are
+inputs' buffers are bound and the cached executable launched, with no per-op dispatch. A 0-dim CPU
+tensor input (HuggingFace's generate() passes cache positions so) is copied to the device at each call
+and bound as a 0-dim program input, so a new value replays the same program. A graph that cannot
+become one program (an op without a tpu rule, a value read to the host, a CPU tensor input of
+higher rank) runs eagerly on tpu from then on, counted in torch.tpu.metrics(); in strict mode its ops are
 recorded in fused mode for the call, so that they still launch as one program."""
 
 import hashlib
@@ -77,6 +79,36 @@ def _is_dynamic(gm):
     return False
 
 
+def _written_inputs(gm):
+    """The positions of the graph's inputs that some op writes in place (an input mutation)."""
+    places = {n: i for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
+    out = set()
+    for node in gm.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None:
+            continue
+        for arg, value in zip(schema.arguments, node.args):
+            if value in places and arg.alias_info is not None and arg.alias_info.is_write:
+                out.add(places[value])
+        for name, value in node.kwargs.items():
+            arg = next((a for a in schema.arguments if a.name == name), None)
+            if value in places and arg is not None and arg.alias_info is not None and arg.alias_info.is_write:
+                out.add(places[value])
+    return out
+
+
+def _has_cpu_output(gm):
+    """Whether the graph returns a tensor on the CPU (by its traced metadata)."""
+    for node in gm.graph.nodes:
+        if node.op != "output":
+            continue
+        for v in node.args[0] if isinstance(node.args[0], tuple | list) else [node.args[0]]:
+            val = v.meta.get("val") if isinstance(v, torch.fx.Node) else None
+            if isinstance(val, torch.Tensor) and val.device.type == "cpu":
+                return True
+    return False
+
+
 class CompiledGraph:
     """The callable a fw/bw/inference compiler returns (boxed: it takes the argument list)."""
 
@@ -91,6 +123,7 @@ class CompiledGraph:
         self.dynamic = _is_dynamic(gm)
         self.programs = {}
         self.fallback = None
+        self._scalar_inputs = None  # why 0-dim CPU inputs cannot be bound ("" when they can), found once
         self._handles = []
         weakref.finalize(self, _free, self._handles)
 
@@ -100,18 +133,26 @@ class CompiledGraph:
         if self.fallback is not None:
             stats.bump("compiled_fallback_calls")
             return self._eager(args)
-        tensors, scalars = [], []
-        for a in args:
+        device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.device.type == "tpu"), None)
+        tensors, scalars, bound = [], [], args
+        for i, a in enumerate(args):
             if isinstance(a, torch.Tensor):
                 if a.device.type != "tpu":
-                    self._set_fallback(f"input on {a.device.type} (a compiled program takes tpu tensors only)")
-                    stats.bump("compiled_fallback_calls")
-                    return self._eager(args)
+                    reason = self._bind_reason(i, a, device)
+                    if reason:
+                        self._set_fallback(reason)
+                        stats.bump("compiled_fallback_calls")
+                        return self._eager(args)
+                    a = a.to(device)
+                    if bound is args:
+                        bound = list(args)
+                    bound[i] = a
+                    stats.bump("compiled_scalar_inputs")
                 tensors.append(a)
             elif isinstance(a, int | float | bool):
                 scalars.append(a)
         # A program runs on the device it was captured on: each device gets its own.
-        device = tensors[0].device.index if tensors else None
+        device = device.index if device is not None else None
         key = (device, tuple(scalars), tuple(tuple(t.shape) for t in tensors) if self.dynamic else ())
         mismatch = None
         for prog in self.programs.get(key, ()):
@@ -119,7 +160,23 @@ class CompiledGraph:
             if not mismatch:
                 stats.bump("compiled_replays")
                 return prog.rebuild(results, tensors)
-        return self._capture(args, tensors, scalars, key, device, mismatch)
+        return self._capture(bound, tensors, scalars, key, device, mismatch)
+
+    def _bind_reason(self, i, a, device):
+        """Why the non-tpu tensor input i (a) keeps the graph from being a program; "" when it is a 0-dim
+        CPU tensor that can be copied to device and bound as a program input. A mutated input or a CPU
+        output would not be CPU's any more, so such graphs run eagerly."""
+        why = f"input on {a.device.type} (a compiled program takes tpu tensors and 0-dim CPU tensors only)"
+        if a.device.type != "cpu" or a.dim() != 0 or device is None or a.requires_grad:
+            return why
+        if self._scalar_inputs is None:
+            self._scalar_inputs = "" if not _has_cpu_output(self.gm) else "an output is a CPU tensor"
+            self._written = _written_inputs(self.gm)
+        if self._scalar_inputs:
+            return f"{why[:-1]}; {self._scalar_inputs})"
+        if i in self._written:
+            return f"0-dim CPU input {i} is written in place (a program writes tpu tensors only)"
+        return ""
 
     def _eager(self, args):
         from ..modes import get_mode, mode

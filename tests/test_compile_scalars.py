@@ -1,0 +1,110 @@
+"""0-dim CPU tensors as inputs of compiled graphs (HuggingFace's generate() passes cache positions so): each is
+copied to the device at the call and bound as a 0-dim program input, so a new value replays the program."""
+from compile_util import run
+
+
+def test_cpu_scalars_are_program_inputs_and_new_values_do_not_recompile():
+    res, _ = run("""
+def f(x, n, s):
+    # An int64 scalar and a float scalar, used as values (n also picks a row).
+    rows = torch.arange(x.shape[0], device=x.device)[:, None]
+    return (x * s).sin() + n, torch.where(rows == n, x * s, 0.0)
+cf = torch.compile(f, backend="tpu")
+x = torch.randn(6, 4)
+ok, devices = [], []
+torch.tpu.reset_metrics()
+for v, w in [(1, 0.5), (4, -2.25), (0, 3.0), (5, 1e-3)]:
+    n, s = torch.tensor(v), torch.tensor(w)
+    got = cf(x.to("tpu"), n, s)
+    want = f(x, n, s)
+    devices += [g.device.type for g in got]
+    ok.append(all(g.dtype == w_.dtype and g.shape == w_.shape and torch.allclose(g.cpu(), w_, rtol=1e-6, atol=1e-6)
+                  for g, w_ in zip(got, want)))
+    ok.append(n.item() == v and n.device.type == "cpu")  # the caller's tensor is left alone
+m = torch.tpu.metrics()
+report(ok=ok, devices=sorted(set(devices)), scalar_inputs=m["compiled_scalar_inputs"], **counters())
+""")
+    assert res["ok"] == [True] * 8
+    assert res["devices"] == ["tpu"]
+    # One program for four values: compiled once, replayed three times, never run eagerly.
+    assert res["compiled_programs"] == 1 and res["compiled_programs_by_reason"] == {"new": 1}
+    assert res["graphs_compiled"] == 1 and res["compiled_replays"] == 3
+    assert res["compiled_fallbacks"] == 0 and res["compiled_fallback_calls"] == 0
+    assert res["scalar_inputs"] == 8
+
+
+def test_a_new_scalar_dtype_is_a_new_program():
+    res, _ = run("""
+def f(x, s):
+    return x * s + 1
+cf = torch.compile(f, backend="tpu")
+x = torch.randn(3, 3)
+ok = []
+for s in [torch.tensor(2), torch.tensor(3), torch.tensor(2.5), torch.tensor(0.5, dtype=torch.float64)]:
+    got = cf(x.to("tpu"), s)
+    want = f(x, s)
+    ok.append(got.dtype == want.dtype and torch.allclose(got.cpu(), want))
+report(ok=ok, **counters())
+""")
+    assert res["ok"] == [True] * 4
+    # int64, then float32 and float64: one program per dtype (Dynamo may trace a dtype anew, as a new graph).
+    assert res["compiled_programs"] == 3 and sum(res["compiled_programs_by_reason"].values()) == 3
+    assert res["compiled_replays"] == 1 and res["compiled_fallbacks"] == 0
+
+
+def test_scalars_that_shape_the_result_stay_correct():
+    # A value that decides a shape cannot be a program input: Dynamo breaks the graph at .item() (each length
+    # is then its own program), or, capturing scalar outputs, the graph reads the value to the host and runs
+    # eagerly. Either way the results are CPU's.
+    res, _ = run("""
+def head(x, n):
+    return x[: n.item()] * 2
+def ones(x, n):
+    return torch.ones(int(n), 4, device=x.device) + x.sum()
+x = torch.randn(6, 4)
+ok = []
+for fn in (head, ones):
+    cf = torch.compile(fn, backend="tpu")
+    for v in [2, 5, 2, 3]:
+        n = torch.tensor(v)
+        got, want = cf(x.to("tpu"), n), fn(x, n)
+        ok.append(got.shape == want.shape and torch.allclose(got.cpu(), want))
+first = counters()
+torch._dynamo.reset()
+torch._dynamo.config.capture_scalar_outputs = True
+cf = torch.compile(head, backend="tpu")
+for v in [2, 5, 3]:
+    n = torch.tensor(v)
+    got, want = cf(x.to("tpu"), n), head(x, n)
+    ok.append(got.shape == want.shape and torch.allclose(got.cpu(), want))
+report(ok=ok, first=first, **counters())
+""")
+    assert res["ok"] == [True] * 11
+    assert res["first"]["compiled_fallbacks"] == 0, res["first"]["compiled_fallback_reasons"]
+    reasons = res["compiled_fallback_reasons"]
+    assert res["compiled_fallbacks"] >= 1 and any("host" in r for r in reasons), reasons
+
+
+def test_scalar_inputs_written_in_place_or_returned_on_cpu_run_eagerly():
+    res, _ = run("""
+def bump(x, s):
+    s.add_(1)
+    return x * s
+def keep(x, s):
+    return x * s, s + 1
+x = torch.randn(3, 3)
+ok = []
+cb, ck = torch.compile(bump, backend="tpu"), torch.compile(keep, backend="tpu")
+for v in [1.0, 2.0]:
+    s, s_ref = torch.tensor(v), torch.tensor(v)
+    got, want = cb(x.to("tpu"), s), bump(x, s_ref)
+    ok.append(torch.allclose(got.cpu(), want) and s.item() == s_ref.item() == v + 1 and s.device.type == "cpu")
+    s = torch.tensor(v)
+    (a, b), (wa, wb) = ck(x.to("tpu"), s), keep(x, s)
+    ok.append(torch.allclose(a.cpu(), wa) and b.device == wb.device and torch.equal(b, wb))
+report(ok=ok, **counters())
+""")
+    assert res["ok"] == [True] * 4
+    reasons = res["compiled_fallback_reasons"]
+    assert res["compiled_fallbacks"] == 2, reasons
+    assert any("written in place" in r for r in reasons) and any("an output is a CPU tensor" in r for r in reasons)
