@@ -81,16 +81,9 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	if t.CPU {
-		copy(dst, t.Host)
-		return nil
-	}
-	st, err := e.storage(t.Addr)
-	if err != nil {
+	st, done, err := e.hostSource(t, dst)
+	if done || err != nil {
 		return err
-	}
-	if err := checkBounds(st, t); err != nil {
-		return fmt.Errorf("torchtpu: copy to host: %v", err)
 	}
 	if err := e.useDevice(st.device); err != nil {
 		return err
@@ -119,6 +112,22 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	}
 	defer bufs[0].Destroy()
 	return e.copyToHost(bufs[0], dst, "tensor")
+}
+
+// hostSource copies a CPU tensor t into dst (done), or returns the storage
+// of the tpu tensor t after checking that t lies within it.
+func (e *Engine) hostSource(t *TensorDesc, dst []byte) (st *Storage, done bool, err error) {
+	if t.CPU {
+		copy(dst, t.Host)
+		return nil, true, nil
+	}
+	if st, err = e.storage(t.Addr); err != nil {
+		return nil, false, err
+	}
+	if err := checkBounds(st, t); err != nil {
+		return nil, false, fmt.Errorf("torchtpu: copy to host: %v", err)
+	}
+	return st, false, nil
 }
 
 // copyToHost copies b into dst, waiting for it, and counts the transfer.

@@ -100,16 +100,9 @@ func (e *Engine) ruleNeeds() dispatch.Needs {
 // readWhileRecording copies the view t to dst while a rule records: from its
 // storage's buffer when that holds the view whole, else by evaluating it.
 func (e *Engine) readWhileRecording(t *TensorDesc, dst []byte) error {
-	if t.CPU {
-		copy(dst, t.Host)
-		return nil
-	}
-	st, err := e.storage(t.Addr)
-	if err != nil {
+	st, done, err := e.hostSource(t, dst)
+	if done || err != nil {
 		return err
-	}
-	if err := checkBounds(st, t); err != nil {
-		return fmt.Errorf("torchtpu: copy to host: %v", err)
 	}
 	e.abortCapture(e.flushReason())
 	if st.pending == nil && st.buf != nil && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {

@@ -7,6 +7,7 @@ import (
 
 	"torchtpu/dispatch"
 	"torchtpu/hlo"
+	"torchtpu/pjrt"
 )
 
 // Op plans. The first call of an op signature (opSignature) runs the op's
@@ -220,6 +221,14 @@ func (w *sigWriter) i64s(vs []int64) {
 func (w *sigWriter) bytes(s string) {
 	w.u(uint64(len(s)))
 	w.buf = append(w.buf, s...)
+}
+
+// scalarSource returns the source of a parameter fed by buffer b: a cached
+// number, or not ok for a one-off upload (seeds, indices), which a plan
+// cannot replay.
+func (e *Engine) scalarSource(b *pjrt.Buffer) (source, bool) {
+	k, ok := e.d.scalarOf[b]
+	return source{kind: srcScalar, scalar: k}, ok
 }
 
 // writtenStorage returns the storage written by w: a new result from

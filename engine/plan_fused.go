@@ -108,11 +108,11 @@ func (e *Engine) makeFusedPlan(m *planMark, args []dispatch.Arg, outs []OutTenso
 		p.sources = append(p.sources, source{kind: srcArg, arg: in[0], idx: in[1]})
 	}
 	for _, b := range g.params[m.params:] {
-		k, ok := e.d.scalarOf[b]
+		src, ok := e.scalarSource(b)
 		if !ok {
-			return nil // a one-off upload (seeds, indices)
+			return nil
 		}
-		p.sources = append(p.sources, source{kind: srcScalar, scalar: k})
+		p.sources = append(p.sources, src)
 	}
 	var result map[uint64]int
 	p.results, result = resultShapes(outs)

@@ -38,11 +38,11 @@ func (e *Engine) makeStrictPlan(m *planMark, args []dispatch.Arg, outs []OutTens
 			p.sources = append(p.sources, src)
 			continue
 		}
-		k, ok := e.d.scalarOf[b]
+		src, ok := e.scalarSource(b)
 		if !ok {
-			return nil // a one-off upload (seeds, indices)
+			return nil
 		}
-		p.sources = append(p.sources, source{kind: srcScalar, scalar: k})
+		p.sources = append(p.sources, src)
 	}
 	var results map[uint64]int
 	p.results, results = resultShapes(outs)
