@@ -181,13 +181,13 @@ func init() {
 		alias("aten::__irshift__."+o, r, Inplace)
 	}
 	def("aten::add.Tensor", addSub(false))
-	def("aten::add.Scalar", addSub(false), "aten::add.Scalar_out")
+	def("aten::add.Scalar", addSub(false), "aten::add.Scalar_out").ComplexScalar = 1
 	def("aten::sub.Tensor", addSub(true))
-	def("aten::sub.Scalar", addSub(true), "aten::sub.Scalar_out")
+	def("aten::sub.Scalar", addSub(true), "aten::sub.Scalar_out").ComplexScalar = 1
 	def("aten::mul.Tensor", arith(mulOp, false))
-	def("aten::mul.Scalar", arith(mulOp, false), "aten::mul.Scalar_out")
+	def("aten::mul.Scalar", arith(mulOp, false), "aten::mul.Scalar_out").ComplexScalar = 1
 	def("aten::div.Tensor", arith(trueDiv, true))
-	def("aten::div.Scalar", arith(trueDiv, true), "aten::div.Scalar_out")
+	def("aten::div.Scalar", arith(trueDiv, true), "aten::div.Scalar_out").ComplexScalar = 1
 	def("aten::div.Tensor_mode", divMode, "aten::div.out_mode")
 	def("aten::div.Scalar_mode", divMode, "aten::div.Scalar_mode_out")
 	def("aten::remainder.Tensor", arith(remainderOp, false), "aten::remainder.Tensor_out")

@@ -102,22 +102,13 @@ func vdotRule(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{c.B.DotGeneral(conjOf(c.B, c.T(0)), c.T(1), nil, nil, []int64{0}, []int64{0})}, nil
 }
 
-// complexScalarArgs names, per functional rule, the argument that may be a
-// complex Python number: these rules read it through Ctx.Value, which keeps
-// the imaginary part. Other rules run on the CPU for such calls.
-var complexScalarArgs = map[string]int{
-	"aten::mul.Scalar": 1, "aten::div.Scalar": 1, "aten::add.Scalar": 1, "aten::sub.Scalar": 1,
-	"aten::fill.Scalar": 1, "aten::masked_fill.Scalar": 2,
-}
-
 // AcceptsComplexScalars reports whether rule r handles the complex Python
-// numbers among args.
+// numbers among args: only in the argument its record names
+// (Rule.ComplexScalar), which it reads through Ctx.Value, keeping the
+// imaginary part. Other rules run on the CPU for such calls.
 func AcceptsComplexScalars(r *Rule, args []Arg) bool {
 	for i, a := range args {
-		if a.Kind != ArgScalarComplex {
-			continue
-		}
-		if k, ok := complexScalarArgs[r.Name]; !ok || k != i {
+		if a.Kind == ArgScalarComplex && (r.ComplexScalar == 0 || r.ComplexScalar != i) {
 			return false
 		}
 	}

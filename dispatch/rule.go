@@ -84,6 +84,9 @@ type Rule struct {
 	Fn   Fn
 	// Needs declares what the rule needs besides its arguments' device values.
 	Needs Needs
+	// ComplexScalar is the argument that may be a complex Python number
+	// (0: none); the rule reads it through Ctx.Value.
+	ComplexScalar int
 	// OutKeepsShape marks out= ops that resize their out tensor only when its
 	// element count differs from the result's (the range factories): an out
 	// of another shape but the same count keeps its shape and receives the

@@ -463,7 +463,7 @@ func init() {
 	def("aten::tril", triRule("tril", true))
 	def("aten::triu", triRule("triu", false))
 	def("aten::constant_pad_nd", constantPadND)
-	def("aten::masked_fill.Scalar", maskedFill, "aten::masked_fill.Scalar_out")
+	def("aten::masked_fill.Scalar", maskedFill, "aten::masked_fill.Scalar_out").ComplexScalar = 2
 	def("aten::masked_fill.Tensor", maskedFill, "aten::masked_fill.Tensor_out")
 	def("aten::channel_shuffle", channelShuffle, "aten::channel_shuffle.out")
 }
