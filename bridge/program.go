@@ -64,6 +64,21 @@ func ttpu_capture_end(inputs *C.ttpu_tensor, nin C.int32_t, outputs *C.ttpu_tens
 	return status
 }
 
+//export ttpu_graph_capture_begin
+func ttpu_graph_capture_begin(err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, eng.GraphCaptureBegin)
+}
+
+//export ttpu_graph_capture_end
+func ttpu_graph_capture_end(handle *C.int64_t, err *C.char, errlen C.int64_t) C.ttpu_status {
+	*handle = 0
+	return guard(err, errlen, func() error {
+		h, e := eng.GraphCaptureEnd()
+		*handle = C.int64_t(h)
+		return e
+	})
+}
+
 //export ttpu_program_seeds
 func ttpu_program_seeds(handle C.int64_t) C.int32_t {
 	return C.int32_t(eng.ProgramSeeds(int64(handle)))

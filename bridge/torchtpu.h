@@ -258,6 +258,15 @@ ttpu_status ttpu_capture_end(const ttpu_tensor* inputs, int32_t ninputs, const t
                              int32_t noutputs, int64_t* handle, int32_t* kinds, int32_t* indices,
                              char* err, int64_t errlen);
 
+/* ttpu_graph_capture_begin runs pending work and starts a graph capture (torch.tpu.graph) on the
+ * current device: a program with no positional inputs that binds every storage it reads or writes by
+ * address. A sync before the end fails with the capture invalid; ttpu_capture_abort ends it. */
+ttpu_status ttpu_graph_capture_begin(char* err, int64_t errlen);
+
+/* ttpu_graph_capture_end compiles the captured region into one program without running it; *handle
+ * names it. ttpu_program_run with no inputs replays it. */
+ttpu_status ttpu_graph_capture_end(int64_t* handle, char* err, int64_t errlen);
+
 /* ttpu_program_seeds returns how many seeds a run of the program takes (one per random op). */
 int32_t ttpu_program_seeds(int64_t handle);
 

@@ -90,12 +90,26 @@ std::tuple<std::vector<at::Tensor>, std::string> run_program(int64_t handle, con
   return {std::move(results), std::string()};
 }
 
+void graph_capture_begin() {
+  ErrBuf err;
+  check(ttpu_graph_capture_begin(err.data(), err.len()), err, "graph_capture_begin");
+}
+
+int64_t graph_capture_end() {
+  int64_t handle = 0;
+  ErrBuf err;
+  check(ttpu_graph_capture_end(&handle, err.data(), err.len()), err, "graph_capture_end");
+  return handle;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(torchtpu, m) {
   m.def("capture_begin(Tensor[] inputs, str name=\"\") -> ()", &capture_begin);
   m.def("capture_abort() -> ()", &capture_abort);
   m.def("capture_end(Tensor[] inputs, Tensor[] outputs) -> (int, int[], int[], str)", &capture_end);
+  m.def("graph_capture_begin() -> ()", &graph_capture_begin);
+  m.def("graph_capture_end() -> int", &graph_capture_end);
   m.def("run_program(int handle, Tensor[] inputs) -> (Tensor[], str)", &run_program);
 }
 

@@ -24,6 +24,10 @@ type capture struct {
 	sliding []bool               // inputs read at a runtime offset (see captureRead)
 	offsets map[*pjrt.Buffer]int // offset buffers of sliding inputs, by input
 	reads   map[int]*hlo.Value   // the value of each sliding input, once read
+	// byStorage marks a graph capture (torch.tpu.graph): no positional
+	// inputs; every storage the region reads or writes is bound by address
+	// (graph_capture.go), and a sync inside the region is an error.
+	byStorage bool
 }
 
 // ErrNotCaptured reports that a capture ended without a program; the recorded
@@ -51,6 +55,9 @@ func (e *Engine) abortCapture(reason string) {
 	if c := e.capture; c != nil {
 		e.capture = nil
 		e.captureAborted = reason
+		if c.byStorage {
+			e.discardPending()
+		}
 	}
 }
 
@@ -183,6 +190,10 @@ func (e *Engine) materialize(st *Storage, d dispatch.DType) error {
 func (e *Engine) CaptureAbort() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if c := e.capture; c != nil && c.byStorage || e.captureAborted == errGraphInvalid {
+		e.abortCapture("the region raised")
+		return nil // a graph capture's work never runs (graph_capture.go)
+	}
 	e.abortCapture("the graph raised")
 	if err := e.ready(); err != nil {
 		return err

@@ -67,8 +67,10 @@ type Engine struct {
 	hostCache   bool                // the plugin's large host blocks are cached (hostcache.go)
 	dev         devices             // the device ops record for, and the others' pending state (devices.go)
 
-	capture        *capture // the program being captured, if any (capture.go)
-	captureAborted string   // why the last capture stopped early
+	capture        *capture        // the program being captured, if any (capture.go)
+	captureAborted string          // why the last capture stopped early
+	pins           map[uint64]int  // storages graph programs bind, by address (graph_capture.go)
+	orphans        map[uint64]bool // pinned storages PyTorch has freed
 	programs       programTable
 	tr             tracer                // the event buffer of torch.tpu.trace (trace.go)
 	why            string                // the reason of the next flush (events.go)
@@ -217,6 +219,10 @@ func (e *Engine) Free(addr uint64) {
 	if !ok {
 		return
 	}
+	if e.pins[addr] > 0 {
+		e.orphans[addr] = true // a graph still binds it: freed when the graph is
+		return
+	}
 	delete(e.storages, addr)
 	e.live--
 	e.liveB -= st.nbytes
@@ -267,6 +273,9 @@ func (e *Engine) MarkStep() error {
 	defer e.mu.Unlock()
 	if err := e.ready(); err != nil {
 		return err
+	}
+	if c := e.capture; c != nil && c.byStorage {
+		return nil // a step inside a graph capture is part of the program
 	}
 	e.why = whyStepMark
 	return e.flushAll()

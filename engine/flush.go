@@ -38,7 +38,9 @@ func (e *Engine) flush() error {
 // overwrites donates its old buffer to its new value when the two have the
 // same type, so parameters and optimizer state update in place.
 func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
-	e.abortCapture(e.flushReason())
+	if err := e.syncInCapture(); err != nil {
+		return nil, err
+	}
 	g := e.d.g
 	e.d.g = newGraph()
 	why := e.why

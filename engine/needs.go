@@ -104,7 +104,9 @@ func (e *Engine) readWhileRecording(t *TensorDesc, dst []byte) error {
 	if done || err != nil {
 		return err
 	}
-	e.abortCapture(e.flushReason())
+	if err := e.syncInCapture(); err != nil {
+		return err
+	}
 	if st.pending == nil && st.buf != nil && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {
 		return e.copyToHost(st.buf, dst, "values a rule reads")
 	}
@@ -119,7 +121,9 @@ func (e *Engine) readWhileRecording(t *TensorDesc, dst []byte) error {
 // dst, without consuming the graph: the pending graph and the running rule's
 // builder stay as they are, and v's ops run again when the graph runs.
 func (e *Engine) evaluateToHost(v *hlo.Value, dst []byte) error {
-	e.abortCapture(e.flushReason())
+	if err := e.syncInCapture(); err != nil {
+		return err
+	}
 	g := e.d.g
 	last, fl := e.lastProg, e.fl
 	defer func() { e.lastProg, e.fl = last, fl }()

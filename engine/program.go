@@ -27,6 +27,7 @@ type Program struct {
 	nseeds  int
 	donated []int        // inputs whose buffers the program takes over (donate.go)
 	summary *hlo.Summary // what a recompile is explained by (recompile.go)
+	stores  []uint64     // a graph capture's inputs: storages by address (graph_capture.go)
 
 	// Set between capture and the first launch only.
 	captured    []*Storage
@@ -145,6 +146,7 @@ func (e *Engine) FreeProgram(h int64) {
 	defer e.mu.Unlock()
 	if p := e.programs.remove(h); p != nil {
 		p.release()
+		e.pin(p.stores, -1)
 	}
 }
 
@@ -162,6 +164,12 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 	}
 	if e.capture != nil {
 		return nil, fmt.Errorf("torchtpu: a compiled program cannot run while a graph is being captured")
+	}
+	if p.stores != nil && len(inputs) == 0 {
+		var err error
+		if inputs, err = e.graphInputs(p); err != nil {
+			return nil, err
+		}
 	}
 	if len(inputs) != len(p.sig) || len(seeds) != p.nseeds {
 		return nil, &MismatchError{fmt.Sprintf("%d inputs and %d seeds, the program takes %d and %d", len(inputs), len(seeds), len(p.sig), p.nseeds)}

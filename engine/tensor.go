@@ -105,6 +105,12 @@ func dispatchShape(s []int64) string { return fmt.Sprint(s) }
 func (e *Engine) baseValue(st *Storage, d dispatch.DType) *hlo.Value {
 	b := e.d.g.b
 	var v *hlo.Value
+	if c := e.capture; c != nil && c.byStorage && !st.shaped {
+		// A graph binds the storage: a later copy_ into it must be seen.
+		if err := e.materialize(st, d); err != nil {
+			panic(err)
+		}
+	}
 	switch {
 	case !st.shaped:
 		return b.Constant(hlo.T(d.Elem(), st.nbytes/int64(d.Size())), 0)
