@@ -103,7 +103,9 @@ def _run_chunk(worker, ids, extra, opts, workdir, tag):
 def run_cases(worker, ids, extra=(), jobs=2, chunk=50, timeout=180, workdir=None):
     """Runs every id through worker (a module name) in chunks; returns {id: (status, detail)}."""
     opts = argparse.Namespace(timeout=timeout)
-    workdir = workdir or tempfile.mkdtemp(prefix="sweep-")
+    if workdir is None:
+        os.makedirs(os.path.join(ROOT, "build", "sweeps"), exist_ok=True)
+        workdir = tempfile.mkdtemp(prefix=worker.rsplit(".", 1)[-1] + "-", dir=os.path.join(ROOT, "build", "sweeps"))
     os.makedirs(workdir, exist_ok=True)
     chunks = [ids[i:i + chunk] for i in range(0, len(ids), chunk)]
     results = {}

@@ -1,0 +1,4 @@
+"""Known failures of the module sweep (test_sweep_modules.py): {case id: reason}, grouped by reason."""
+
+EXPECTED = {
+}
