@@ -273,6 +273,9 @@ LayoutSource layout_source(const c10::OperatorHandle& op) {
   }
   const auto& name = op.operator_name().name;
   src.convolution = name == "aten::convolution" || name == "aten::convolution_overrideable";
+  // CPU's FFTs put the transformed dimensions innermost in memory whatever the input's layout (the meta
+  // kernels give the same strides), so their layout is asked for even when every argument is contiguous.
+  src.permuted = name == "aten::_fft_c2c" || name == "aten::_fft_r2c" || name == "aten::_fft_c2r";
   for (const auto& r : schema.returns()) {
     src.fresh = src.fresh || r.alias_info() == nullptr || !r.alias_info()->isWrite();
   }
@@ -288,7 +291,7 @@ std::shared_ptr<const ResultLayouts> result_layouts(const LayoutSource& src, con
   if (src.convolution) {
     return convolution_layouts(stack, first);
   }
-  bool plain_args = true;
+  bool plain_args = !src.permuted;
   for (size_t i = first; i < stack.size() && plain_args; ++i) {
     plain_args = plain_value(stack[i]);
   }

@@ -245,3 +245,15 @@ def test_resize_as_keeps_the_memory_format_asked_for(mode):
         want = torch.empty(5).resize_as_(x, memory_format=fmt)
         got = torch.empty(5, device="tpu").resize_as_(x.to("tpu"), memory_format=fmt)
         assert got.shape == want.shape and got.stride() == want.stride(), (fmt, got.stride(), want.stride())
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_fft_results_put_transformed_dims_innermost(mode):
+    """CPU's FFTs lay the transformed dimensions out innermost even for contiguous inputs; tpu's match."""
+    x = torch.randn(5, 10, 7)
+    with torch.tpu.mode(mode):
+        check_layout(lambda t: torch.fft.fft(t, dim=1), x, atol=1e-4)
+        check_layout(lambda t: torch.fft.rfft(t, dim=1), x, atol=1e-4)
+        check_layout(lambda t: torch.fft.fftn(t, dim=(0, 1)), x, atol=1e-4)
+        check_layout(lambda t: torch.fft.irfft(t, dim=1), torch.fft.rfft(x, dim=1), atol=1e-4)
+        check_layout(lambda t: torch.fft.hfft(t, dim=1), x.to(torch.complex64), atol=1e-3)
