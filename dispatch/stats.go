@@ -90,7 +90,7 @@ func countNonzero(list bool) Fn {
 func normRule(dimIdx, keepIdx, dtypeIdx int) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		m := c.Meta(0)
-		if !m.DType.IsFloat() {
+		if !m.DType.IsFloat() && !m.DType.IsComplex() {
 			return nil, Errorf("norm(): input dtype should be either floating point or complex. Got %s instead.", scalarTypeName(m.DType))
 		}
 		d := m.DType
@@ -108,8 +108,14 @@ func normRule(dimIdx, keepIdx, dtypeIdx int) Fn {
 			}
 			keep = c.Bool(keepIdx, false)
 		}
+		x := c.T(0)
+		if m.DType.IsComplex() {
+			// The norm of a complex tensor is the norm of its magnitudes, a real result.
+			x = c.B.Abs(c.B.Convert(x, d.Elem()))
+			d = d.ToReal()
+		}
 		acc := accumElem(d)
-		r := pNorm(c, c.B.Convert(c.T(0), acc), c.Float(1, 2), dims)
+		r := pNorm(c, c.B.Convert(x, acc), c.Float(1, 2), dims)
 		return []*hlo.Value{c.B.Convert(finish(c.B, r, m.Sizes, dims, keep), d.Elem())}, nil
 	}
 }

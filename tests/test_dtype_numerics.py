@@ -1,0 +1,33 @@
+"""Dtype conformance fixes found by the dtype sweep (tests/conformance/test_sweep_dtypes.py), against CPU:
+norm of complex tensors, and half-precision addcmul/addcdiv/lerp computed in float32 and rounded once."""
+import pytest
+import torch
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_norm_of_complex_is_the_real_norm_of_magnitudes(dtype):
+    x = torch.randn(5, 10, dtype=dtype)
+    for p, dim in [(2, 1), (1, 0), (3, None), (float("inf"), 1)]:
+        want = torch.norm(x, p, dim=dim)
+        got = torch.norm(x.to("tpu"), p, dim=dim)
+        assert got.dtype == want.dtype == dtype.to_real()
+        torch.testing.assert_close(got.cpu(), want)
+    a, p_, n = (torch.randn(4, 6, dtype=dtype) for _ in range(3))
+    want = torch.nn.functional.triplet_margin_loss(a, p_, n)
+    got = torch.nn.functional.triplet_margin_loss(a.to("tpu"), p_.to("tpu"), n.to("tpu"))
+    torch.testing.assert_close(got.cpu(), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_addcmul_addcdiv_lerp_round_once(dtype):
+    """CPU computes these in float32 and rounds once: the results agree exactly, not to a few ulps."""
+    torch.manual_seed(0)
+    x, t1, t2, w = (torch.randn(4096).to(dtype) for _ in range(4))
+    t2 = t2.abs() + 0.5
+    X, T1, T2, W = (v.to("tpu") for v in (x, t1, t2, w))
+    for want, got in [(torch.addcmul(x, t1, t2, value=0.3), torch.addcmul(X, T1, T2, value=0.3)),
+                      (torch.addcdiv(x, t1, t2, value=-1.7), torch.addcdiv(X, T1, T2, value=-1.7)),
+                      (torch.lerp(x, t1, w), torch.lerp(X, T1, W)),
+                      (torch.lerp(x, t1, 0.3), torch.lerp(X, T1, 0.3))]:
+        assert got.dtype == dtype
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
