@@ -52,7 +52,7 @@ func addcRule(div bool) Fn {
 // weight * (end - self), computed from the nearer end as PyTorch does.
 func lerpRule(c *Ctx) ([]*hlo.Value, error) {
 	d := c.Meta(0).DType
-	if !d.IsFloat() {
+	if !d.IsFloat() && !d.IsComplex() {
 		return nil, Errorf("\"lerp_kernel_scalar\" not implemented for '%s'", d)
 	}
 	if c.Meta(1).DType != d {
@@ -69,12 +69,13 @@ func lerpRule(c *Ctx) ([]*hlo.Value, error) {
 	// Half types compute in float32 and round once, as CPU's kernel does.
 	acc := accumElem(d)
 	x, e, w := b.Convert(vs[0], acc), b.Convert(vs[1], acc), b.Convert(vs[2], acc)
-	if !c.IsTensor(2) {
+	if !c.IsTensor(2) && acc != d.Elem() {
 		// A Python weight stays a float32 number, not one rounded to the half type first.
 		w = b.BroadcastTo(c.R.Scalar(c.Float(2, 0), acc), shape)
 	}
 	diff := b.Sub(e, x)
-	half := b.BroadcastTo(b.Scalar(acc, 0.5), shape)
+	// A complex weight picks its end by its magnitude.
+	half := b.BroadcastTo(b.Scalar(acc.Real(), 0.5), shape)
 	one := b.BroadcastTo(b.Scalar(acc, 1), shape)
 	low := b.Add(x, b.Mul(w, diff))
 	high := b.Sub(e, b.Mul(diff, b.Sub(one, w)))

@@ -31,3 +31,16 @@ def test_half_addcmul_addcdiv_lerp_round_once(dtype):
                       (torch.lerp(x, t1, 0.3), torch.lerp(X, T1, 0.3))]:
         assert got.dtype == dtype
         torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_lerp_renorm_dist(dtype):
+    x, y, w = (torch.randn(5, 5, dtype=dtype) for _ in range(3))
+    X, Y, W = (v.to("tpu") for v in (x, y, w))
+    torch.testing.assert_close(torch.lerp(X, Y, 0.4).cpu(), torch.lerp(x, y, 0.4))
+    torch.testing.assert_close(torch.lerp(X, Y, W).cpu(), torch.lerp(x, y, w))
+    z = torch.randn(5, 5, 5, dtype=dtype)
+    got = torch.renorm(z.to("tpu"), 2, 1, 0.5)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.cpu(), torch.renorm(z, 2, 1, 0.5))
+    torch.testing.assert_close(torch.dist(z.to("tpu"), 2 * z.to("tpu")).cpu(), torch.dist(z, 2 * z))
