@@ -44,3 +44,27 @@ def test_complex_lerp_renorm_dist(dtype):
     assert got.dtype == dtype
     torch.testing.assert_close(got.cpu(), torch.renorm(z, 2, 1, 0.5))
     torch.testing.assert_close(torch.dist(z.to("tpu"), 2 * z.to("tpu")).cpu(), torch.dist(z, 2 * z))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_wide_unsigned_dtypes_end_to_end(dtype):
+    """uint16/uint32/uint64: copies both ways (the top of the range included), creation, comparisons,
+    unique (ordered as unsigned numbers), and ops that compute in float, as CPU does."""
+    top = torch.iinfo(dtype).max
+    vals = [7, top, 0, 1, 7, top // 2 + 5]
+    x = torch.tensor(vals, dtype=torch.int64 if dtype != torch.uint64 else torch.uint64).to(dtype) \
+        if dtype != torch.uint64 else torch.tensor([7, 2**64 - 1, 0, 1, 7, 2**63 + 5], dtype=dtype)
+    X = x.to("tpu")
+    assert X.dtype == dtype and torch.equal(X.cpu(), x)
+    assert torch.equal((X == X.flip(0)).cpu(), x == x.flip(0))
+    assert torch.equal((X != X.flip(0)).cpu(), x != x.flip(0))
+    assert torch.equal(X, X.clone())
+    for kw in ({}, {"return_inverse": True, "return_counts": True}):
+        want, got = torch.unique(x, **kw), torch.unique(X, **kw)
+        for w, g in zip(want if kw else [want], got if kw else [got]):
+            assert g.dtype == w.dtype and torch.equal(g.cpu(), w)
+    for got, want in [(torch.full_like(X, 3), torch.full_like(x, 3)),
+                      (torch.zeros(2, 3, dtype=dtype, device="tpu"), torch.zeros(2, 3, dtype=dtype)),
+                      (X[1:4], x[1:4])]:
+        assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+    torch.testing.assert_close(torch.special.i0e(X).cpu(), torch.special.i0e(x))
