@@ -250,6 +250,47 @@ std::shared_ptr<const ResultLayouts> lapack_layouts(const std::string& name, con
   return out;
 }
 
+// fft_r2c_layouts gives a real-to-complex FFT's result CPU's layout, outermost first: the dimensions not
+// transformed, then the transformed ones but the last named, each group in ascending order, then the last
+// named (the one halved). The meta kernel disagrees with CPU when several dimensions are transformed.
+std::shared_ptr<const ResultLayouts> fft_r2c_layouts(const torch::jit::Stack& stack, size_t first) {
+  const auto& in = stack[first];
+  if (!in.isTensor() || !in.toTensor().defined() || !stack[first + 1].isIntList()) {
+    return nullptr;
+  }
+  const int64_t n = in.toTensor().dim();
+  std::vector<int64_t> dims;
+  for (int64_t d : stack[first + 1].toIntVector()) dims.push_back(d < 0 ? d + n : d);
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < n; ++d) {
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) order.push_back(d);
+  }
+  if (!dims.empty()) {
+    std::vector<int64_t> rest(dims.begin(), dims.end() - 1);
+    std::sort(rest.begin(), rest.end());
+    order.insert(order.end(), rest.begin(), rest.end());
+    order.push_back(dims.back());
+  }
+  if (static_cast<int64_t>(order.size()) != n || n > TTPU_MAX_DIMS) {
+    return nullptr;
+  }
+  bool identity = true;
+  for (int64_t i = 0; i < n; ++i) identity = identity && order[static_cast<size_t>(i)] == i;
+  if (identity) {
+    return nullptr;
+  }
+  auto out = std::make_shared<ResultLayouts>();
+  ResultLayout l;
+  l.strided = l.dense = true;
+  ttpu_layout o;
+  std::memset(&o, 0, sizeof(o));
+  o.ndim = static_cast<int32_t>(n);
+  for (int64_t i = 0; i < n; ++i) o.perm[i] = order[static_cast<size_t>(i)];
+  out->results.push_back(l);
+  out->orders.push_back(o);
+  return out;
+}
+
 // format_layouts describes one result of n dimensions in memory format format (nullptr for contiguous).
 std::shared_ptr<const ResultLayouts> format_layouts(int64_t n, c10::MemoryFormat format) {
   if (format == c10::MemoryFormat::Contiguous) {
@@ -363,6 +404,9 @@ std::shared_ptr<const ResultLayouts> result_layouts(const LayoutSource& src, con
     const auto& name = src.op->operator_name().name;
     if (name == "aten::geqrf" || name == "aten::_linalg_svd") {
       return lapack_layouts(name, stack, first);
+    }
+    if (name == "aten::_fft_r2c") {
+      return fft_r2c_layouts(stack, first);
     }
   }
   bool plain_args = !src.permuted;

@@ -257,6 +257,8 @@ def test_fft_results_put_transformed_dims_innermost(mode):
         check_layout(lambda t: torch.fft.fftn(t, dim=(0, 1)), x, atol=1e-4)
         check_layout(lambda t: torch.fft.irfft(t, dim=1), torch.fft.rfft(x, dim=1), atol=1e-4)
         check_layout(lambda t: torch.fft.hfft(t, dim=1), x.to(torch.complex64), atol=1e-3)
+        for dims in [(0, 1, 2), (1, 0, 2), (2, 0), (0, 2), (1, 0), (2, 1, 0)]:  # real-to-complex, several dims
+            check_layout(lambda t: torch.fft.rfftn(t, dim=dims), x, atol=1e-4)
 
 
 @pytest.mark.parametrize("mode", ["reflect", "replicate"])
