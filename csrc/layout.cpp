@@ -381,7 +381,7 @@ LayoutSource layout_source(const c10::OperatorHandle& op) {
                  name.rfind("aten::linalg_", 0) == 0 || name.rfind("aten::_linalg_", 0) == 0 ||
                  name == "aten::cholesky" || name == "aten::cholesky_inverse" ||
                  name == "aten::_cholesky_solve_helper" || name == "aten::triangular_solve" ||
-                 name == "aten::geqrf" || name == "aten::ormqr";
+                 name == "aten::geqrf" || name == "aten::ormqr" || name == "aten::nonzero";
   for (const auto& r : schema.returns()) {
     src.fresh = src.fresh || r.alias_info() == nullptr || !r.alias_info()->isWrite();
   }
@@ -407,6 +407,20 @@ std::shared_ptr<const ResultLayouts> result_layouts(const LayoutSource& src, con
     }
     if (name == "aten::_fft_r2c") {
       return fft_r2c_layouts(stack, first);
+    }
+    if (name == "aten::nonzero") {
+      // CPU fills the transpose of a (dims, count) buffer: the (count, dims) result is column-major.
+      auto out = std::make_shared<ResultLayouts>();
+      ResultLayout l;
+      l.strided = l.dense = true;
+      ttpu_layout o;
+      std::memset(&o, 0, sizeof(o));
+      o.ndim = 2;
+      o.perm[0] = 1;
+      o.perm[1] = 0;
+      out->results.push_back(l);
+      out->orders.push_back(o);
+      return out;
     }
   }
   bool plain_args = !src.permuted;
