@@ -68,3 +68,16 @@ def test_wide_unsigned_dtypes_end_to_end(dtype):
                       (X[1:4], x[1:4])]:
         assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
     torch.testing.assert_close(torch.special.i0e(X).cpu(), torch.special.i0e(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_logaddexp_and_logcumsumexp(dtype):
+    x, y = torch.randn(40, dtype=dtype) * 3, torch.randn(40, dtype=dtype) * 3
+    got = torch.logaddexp(x.to("tpu"), y.to("tpu"))
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.cpu(), torch.logaddexp(x, y))
+    edge = torch.tensor([complex(float("-inf"), 0), complex(1e30, 1)], dtype=dtype)
+    torch.testing.assert_close(torch.logaddexp(edge.to("tpu"), edge.to("tpu")).cpu(), torch.logaddexp(edge, edge))
+    z = torch.randn(5, 6, dtype=dtype) * 3
+    for d in (0, 1):
+        torch.testing.assert_close(torch.logcumsumexp(z.to("tpu"), d).cpu(), torch.logcumsumexp(z, d))
