@@ -7,9 +7,6 @@ _COMPLEX_LINALG = (
     'complex inputs: the tpu rule has no complex lowering yet (LU, triangular solve, Cholesky '
     'solve/inverse)'
 )
-_COMPLEX_LOGEXP = (
-    'complex logaddexp and logcumsumexp have no tpu lowering yet'
-)
 _COMPLEX_SILU = (
     'complex silu has no tpu lowering yet (the CPU kernel tpu would fall back to lacks complex too)'
 )
@@ -189,11 +186,6 @@ EXPECTED = {
     'lu/complex64': _COMPLEX_LINALG,
     'triangular_solve/complex128': _COMPLEX_LINALG,
     'triangular_solve/complex64': _COMPLEX_LINALG,
-    # complex logaddexp and logcumsumexp have no tpu lowering yet
-    'logaddexp/complex128': _COMPLEX_LOGEXP,
-    'logaddexp/complex64': _COMPLEX_LOGEXP,
-    'logcumsumexp/complex128': _COMPLEX_LOGEXP,
-    'logcumsumexp/complex64': _COMPLEX_LOGEXP,
     # complex silu has no tpu lowering yet (the CPU kernel tpu would fall back to lacks complex too)
     'nn.functional.silu.complex/complex128': _COMPLEX_SILU,
     'nn.functional.silu.complex/complex64': _COMPLEX_SILU,
