@@ -81,3 +81,11 @@ def test_complex_logaddexp_and_logcumsumexp(dtype):
     z = torch.randn(5, 6, dtype=dtype) * 3
     for d in (0, 1):
         torch.testing.assert_close(torch.logcumsumexp(z.to("tpu"), d).cpu(), torch.logcumsumexp(z, d))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_silu(dtype):
+    x = torch.randn(20, dtype=dtype) * 2
+    got = torch.nn.functional.silu(x.to("tpu"))
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.cpu(), torch.nn.functional.silu(x))

@@ -7,9 +7,6 @@ _COMPLEX_LINALG = (
     'complex inputs: the tpu rule has no complex lowering yet (LU, triangular solve, Cholesky '
     'solve/inverse)'
 )
-_COMPLEX_SILU = (
-    'complex silu has no tpu lowering yet (the CPU kernel tpu would fall back to lacks complex too)'
-)
 _CPU_NAN = (
     "CPU's half-precision matrix_exp overflows to NaN; tpu computes in float32 and gives finite values"
 )
@@ -186,9 +183,6 @@ EXPECTED = {
     'lu/complex64': _COMPLEX_LINALG,
     'triangular_solve/complex128': _COMPLEX_LINALG,
     'triangular_solve/complex64': _COMPLEX_LINALG,
-    # complex silu has no tpu lowering yet (the CPU kernel tpu would fall back to lacks complex too)
-    'nn.functional.silu.complex/complex128': _COMPLEX_SILU,
-    'nn.functional.silu.complex/complex64': _COMPLEX_SILU,
     # CPU's half-precision matrix_exp overflows to NaN; tpu computes in float32 and gives finite values
     'matrix_exp/bfloat16': _CPU_NAN,
     'matrix_exp/float16': _CPU_NAN,
