@@ -36,6 +36,14 @@ def module_inputs(info):
     return info.module_inputs_func(info, device="cpu", dtype=torch.float32, requires_grad=True, training=True)
 
 
+def constructor_args(sample):
+    """The sample's constructor arguments with floating tensors in float32, the sweep's dtype (some
+    samples build them as float64 whatever dtype is asked for: FractionalMaxPool's _random_samples)."""
+    cast = lambda t: t.to(torch.float32) if t.is_floating_point() else t  # noqa: E731
+    ci = sample.constructor_input
+    return harness.tree_map(cast, tuple(ci.args)), harness.tree_map(cast, dict(ci.kwargs))
+
+
 def layout_of(sample):
     """"channels_last" or "channels_last_3d" when a forward input is 4-D or 5-D floating, else None."""
     if sample.forward_input is None:
@@ -106,7 +114,8 @@ def is_random(info, sample, fmt):
     outs = []
     for seed in (1, 2):
         torch.manual_seed(7)
-        m = info.module_cls(*sample.constructor_input.args, **sample.constructor_input.kwargs)
+        cargs, ckwargs = constructor_args(sample)
+        m = info.module_cls(*cargs, **ckwargs)
         torch.manual_seed(seed)
         with torch.no_grad():
             a, k = harness.tree_map(lambda t: _leaf(t, "cpu", fmt), (sample.forward_input.args,
@@ -122,9 +131,10 @@ def run_case(cid):
         _state["inputs"] = {name: module_inputs(info)}
     sample = _state["inputs"][name][int(idx)]
     fmt = getattr(torch, lay[0]) if lay else None
-    fi, ci = sample.forward_input, sample.constructor_input
+    fi = sample.forward_input
+    cargs, ckwargs = constructor_args(sample)
     torch.manual_seed(3)
-    module = info.module_cls(*ci.args, **ci.kwargs)
+    module = info.module_cls(*cargs, **ckwargs)
     module.train(True)
     cpu_in = harness.tree_map(lambda t: _leaf(t, "cpu", fmt), (fi.args, fi.kwargs))
     if info.is_lazy:  # materialize the parameters on CPU, so that both devices start from the same ones
