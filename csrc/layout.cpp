@@ -172,6 +172,8 @@ ResultLayout layout_of(const at::Tensor& t, ttpu_layout& order) {
   return l;
 }
 
+std::shared_ptr<const ResultLayouts> format_layouts(int64_t n, c10::MemoryFormat format);
+
 // convolution_layouts gives a forward convolution's result the memory format CPU PyTorch's
 // convolution picks (oneDNN's and the native kernels' rule): channels_last when the input or the weight
 // suggests it, channels_last_3d likewise for 5-D float types oneDNN takes. The meta kernel cannot
@@ -194,6 +196,103 @@ std::shared_ptr<const ResultLayouts> convolution_layouts(const torch::jit::Stack
              (fi == c10::MemoryFormat::ChannelsLast3d || fw == c10::MemoryFormat::ChannelsLast3d)) {
     format = c10::MemoryFormat::ChannelsLast3d;
   }
+  return format_layouts(n, format);
+}
+
+// padding_layouts gives a reflection or replication pad's result the memory format of its input, as
+// CPU's kernels allocate it (input.suggest_memory_format()); the meta kernels answer contiguous.
+std::shared_ptr<const ResultLayouts> padding_layouts(const torch::jit::Stack& stack, size_t first) {
+  const auto& in = stack[first];
+  if (!in.isTensor() || !in.toTensor().defined()) {
+    return nullptr;
+  }
+  const at::Tensor& input = in.toTensor();
+  const auto f = input.suggest_memory_format();
+  if ((input.dim() == 4 && f == c10::MemoryFormat::ChannelsLast) ||
+      (input.dim() == 5 && f == c10::MemoryFormat::ChannelsLast3d)) {
+    return format_layouts(input.dim(), f);
+  }
+  return nullptr;
+}
+
+// lapack_layouts gives geqrf's and _linalg_svd's matrix results the column-major layout CPU's LAPACK
+// calls leave them in (their meta kernels cannot answer: geqrf has none, svd's answers row-major for Vh).
+// Results are described by rank: geqrf returns (a, tau), svd (U, S, Vh), each rank n or n-1 for an
+// input of rank n.
+std::shared_ptr<const ResultLayouts> lapack_layouts(const std::string& name, const torch::jit::Stack& stack,
+                                                    size_t first) {
+  const auto& in = stack[first];
+  if (!in.isTensor() || !in.toTensor().defined() || in.toTensor().dim() < 2) {
+    return nullptr;
+  }
+  if (name == "aten::_linalg_svd" && stack.size() > first + 2 && stack[first + 2].isBool() &&
+      !stack[first + 2].toBool()) {
+    return nullptr;  // no U and Vh (compute_uv false)
+  }
+  const int64_t n = in.toTensor().dim();
+  const std::vector<bool> matrix = name == "aten::geqrf" ? std::vector<bool>{true, false}
+                                                         : std::vector<bool>{true, false, true};
+  auto out = std::make_shared<ResultLayouts>();
+  for (bool m : matrix) {
+    ResultLayout l;
+    ttpu_layout order;
+    std::memset(&order, 0, sizeof(order));
+    if (m) {
+      l.strided = l.dense = true;
+      order.ndim = static_cast<int32_t>(n);
+      for (int64_t i = 0; i < n; ++i) order.perm[i] = i;
+      order.perm[n - 2] = n - 1;
+      order.perm[n - 1] = n - 2;
+    }
+    out->results.push_back(l);
+    out->orders.push_back(order);
+  }
+  return out;
+}
+
+// fft_r2c_layouts gives a real-to-complex FFT's result CPU's layout, outermost first: the dimensions not
+// transformed, then the transformed ones but the last named, each group in ascending order, then the last
+// named (the one halved). The meta kernel disagrees with CPU when several dimensions are transformed.
+std::shared_ptr<const ResultLayouts> fft_r2c_layouts(const torch::jit::Stack& stack, size_t first) {
+  const auto& in = stack[first];
+  if (!in.isTensor() || !in.toTensor().defined() || !stack[first + 1].isIntList()) {
+    return nullptr;
+  }
+  const int64_t n = in.toTensor().dim();
+  std::vector<int64_t> dims;
+  for (int64_t d : stack[first + 1].toIntVector()) dims.push_back(d < 0 ? d + n : d);
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < n; ++d) {
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) order.push_back(d);
+  }
+  if (!dims.empty()) {
+    std::vector<int64_t> rest(dims.begin(), dims.end() - 1);
+    std::sort(rest.begin(), rest.end());
+    order.insert(order.end(), rest.begin(), rest.end());
+    order.push_back(dims.back());
+  }
+  if (static_cast<int64_t>(order.size()) != n || n > TTPU_MAX_DIMS) {
+    return nullptr;
+  }
+  bool identity = true;
+  for (int64_t i = 0; i < n; ++i) identity = identity && order[static_cast<size_t>(i)] == i;
+  if (identity) {
+    return nullptr;
+  }
+  auto out = std::make_shared<ResultLayouts>();
+  ResultLayout l;
+  l.strided = l.dense = true;
+  ttpu_layout o;
+  std::memset(&o, 0, sizeof(o));
+  o.ndim = static_cast<int32_t>(n);
+  for (int64_t i = 0; i < n; ++i) o.perm[i] = order[static_cast<size_t>(i)];
+  out->results.push_back(l);
+  out->orders.push_back(o);
+  return out;
+}
+
+// format_layouts describes one result of n dimensions in memory format format (nullptr for contiguous).
+std::shared_ptr<const ResultLayouts> format_layouts(int64_t n, c10::MemoryFormat format) {
   if (format == c10::MemoryFormat::Contiguous) {
     return nullptr;
   }
@@ -273,6 +372,16 @@ LayoutSource layout_source(const c10::OperatorHandle& op) {
   }
   const auto& name = op.operator_name().name;
   src.convolution = name == "aten::convolution" || name == "aten::convolution_overrideable";
+  src.padding = name == "aten::reflection_pad2d" || name == "aten::reflection_pad3d" ||
+                name == "aten::replication_pad2d" || name == "aten::replication_pad3d";
+  // CPU's FFTs put the transformed dimensions innermost in memory whatever the input's layout, and its
+  // LAPACK-backed linear algebra gives column-major matrices; the meta kernels give the same strides, so
+  // these ops' layouts are asked for even when every argument is contiguous.
+  src.permuted = name == "aten::_fft_c2c" || name == "aten::_fft_r2c" || name == "aten::_fft_c2r" ||
+                 name.rfind("aten::linalg_", 0) == 0 || name.rfind("aten::_linalg_", 0) == 0 ||
+                 name == "aten::cholesky" || name == "aten::cholesky_inverse" ||
+                 name == "aten::_cholesky_solve_helper" || name == "aten::triangular_solve" ||
+                 name == "aten::geqrf" || name == "aten::ormqr" || name == "aten::nonzero";
   for (const auto& r : schema.returns()) {
     src.fresh = src.fresh || r.alias_info() == nullptr || !r.alias_info()->isWrite();
   }
@@ -288,7 +397,33 @@ std::shared_ptr<const ResultLayouts> result_layouts(const LayoutSource& src, con
   if (src.convolution) {
     return convolution_layouts(stack, first);
   }
-  bool plain_args = true;
+  if (src.padding) {
+    return padding_layouts(stack, first);
+  }
+  if (src.permuted) {
+    const auto& name = src.op->operator_name().name;
+    if (name == "aten::geqrf" || name == "aten::_linalg_svd") {
+      return lapack_layouts(name, stack, first);
+    }
+    if (name == "aten::_fft_r2c") {
+      return fft_r2c_layouts(stack, first);
+    }
+    if (name == "aten::nonzero") {
+      // CPU fills the transpose of a (dims, count) buffer: the (count, dims) result is column-major.
+      auto out = std::make_shared<ResultLayouts>();
+      ResultLayout l;
+      l.strided = l.dense = true;
+      ttpu_layout o;
+      std::memset(&o, 0, sizeof(o));
+      o.ndim = 2;
+      o.perm[0] = 1;
+      o.perm[1] = 0;
+      out->results.push_back(l);
+      out->orders.push_back(o);
+      return out;
+    }
+  }
+  bool plain_args = !src.permuted;
   for (size_t i = first; i < stack.size() && plain_args; ++i) {
     plain_args = plain_value(stack[i]);
   }

@@ -17,17 +17,24 @@ func addcCore(c *Ctx, div bool, valueArg int, value *hlo.Value) (*hlo.Value, err
 		return nil, err
 	}
 	b := c.B
-	if value == nil {
-		value = c.R.Scalar(c.Float(valueArg, 1), d.Elem())
+	// Half types compute in float32 and round once, as CPU's kernels do (their opmath type).
+	acc := d.Elem()
+	if d.IsFloat() {
+		acc = accumElem(d)
 	}
-	v := b.BroadcastTo(b.Convert(value, d.Elem()), shape)
+	if value == nil {
+		value = c.R.Scalar(c.Float(valueArg, 1), acc)
+	}
+	v := b.BroadcastTo(b.Convert(value, acc), shape)
+	x, t1, t2 := b.Convert(vs[0], acc), b.Convert(vs[1], acc), b.Convert(vs[2], acc)
+	// (value * t1) op t2, in CPU's order of operations.
 	var t *hlo.Value
 	if div {
-		t = b.Div(vs[1], vs[2])
+		t = b.Div(b.Mul(v, t1), t2)
 	} else {
-		t = b.Mul(vs[1], vs[2])
+		t = b.Mul(b.Mul(v, t1), t2)
 	}
-	return b.Add(vs[0], b.Mul(v, t)), nil
+	return b.Convert(b.Add(x, t), d.Elem()), nil
 }
 
 // addcRule is addcmul(self, tensor1, tensor2, *, value) or addcdiv.
@@ -45,7 +52,7 @@ func addcRule(div bool) Fn {
 // weight * (end - self), computed from the nearer end as PyTorch does.
 func lerpRule(c *Ctx) ([]*hlo.Value, error) {
 	d := c.Meta(0).DType
-	if !d.IsFloat() {
+	if !d.IsFloat() && !d.IsComplex() {
 		return nil, Errorf("\"lerp_kernel_scalar\" not implemented for '%s'", d)
 	}
 	if c.Meta(1).DType != d {
@@ -59,13 +66,20 @@ func lerpRule(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	b := c.B
-	x, e, w := vs[0], vs[1], vs[2]
+	// Half types compute in float32 and round once, as CPU's kernel does.
+	acc := accumElem(d)
+	x, e, w := b.Convert(vs[0], acc), b.Convert(vs[1], acc), b.Convert(vs[2], acc)
+	if !c.IsTensor(2) && acc != d.Elem() {
+		// A Python weight stays a float32 number, not one rounded to the half type first.
+		w = b.BroadcastTo(c.R.Scalar(c.Float(2, 0), acc), shape)
+	}
 	diff := b.Sub(e, x)
-	half := b.BroadcastTo(b.Scalar(d.Elem(), 0.5), shape)
-	one := b.BroadcastTo(b.Scalar(d.Elem(), 1), shape)
+	// A complex weight picks its end by its magnitude.
+	half := b.BroadcastTo(b.Scalar(acc.Real(), 0.5), shape)
+	one := b.BroadcastTo(b.Scalar(acc, 1), shape)
 	low := b.Add(x, b.Mul(w, diff))
 	high := b.Sub(e, b.Mul(diff, b.Sub(one, w)))
-	return []*hlo.Value{b.Select(b.Compare(hlo.LT, b.Abs(w), half), low, high)}, nil
+	return []*hlo.Value{b.Convert(b.Select(b.Compare(hlo.LT, b.Abs(w), half), low, high), d.Elem())}, nil
 }
 
 func init() {

@@ -56,6 +56,9 @@ func copysignOf(b *hlo.Builder, x, y *hlo.Value) *hlo.Value {
 // logaddexpOf is log(exp(x) + exp(y)) (base 2 with two), stable for large inputs.
 func logaddexpOf(two bool) func(b *hlo.Builder, x, y *hlo.Value) *hlo.Value {
 	return func(b *hlo.Builder, x, y *hlo.Value) *hlo.Value {
+		if x.T.Elem.IsComplex() {
+			return complexLogaddexp(b, x, y)
+		}
 		m := b.Max(x, y)
 		d := b.Neg(b.Abs(b.Sub(x, y)))
 		var r *hlo.Value
@@ -68,6 +71,18 @@ func logaddexpOf(two bool) func(b *hlo.Builder, x, y *hlo.Value) *hlo.Value {
 		same := b.Compare(hlo.EQ, x, y)
 		return b.Select(b.And(same, b.Compare(hlo.EQ, b.Abs(x), splat(b, x, math.Inf(1)))), x, r)
 	}
+}
+
+// complexLogaddexp is log(exp(x) + exp(y)) for complex x and y as CPU computes it: with hi the operand
+// of the larger real part and lo the other, hi + log1p(exp(lo - hi)); two equal -inf real parts give lo.
+func complexLogaddexp(b *hlo.Builder, x, y *hlo.Value) *hlo.Value {
+	xr, yr := b.Real(x), b.Real(y)
+	xBigger := b.Compare(hlo.GE, xr, yr)
+	hi, lo := b.Select(xBigger, x, y), b.Select(xBigger, y, x)
+	r := b.Add(hi, b.Log1p(b.Exp(b.Sub(lo, hi))))
+	loR := b.Real(lo)
+	bothNegInf := b.And(b.Compare(hlo.EQ, loR, b.Real(hi)), b.Compare(hlo.EQ, loR, splat(b, loR, math.Inf(-1))))
+	return b.Select(bothNegInf, lo, r)
 }
 
 // fmaxOp and fminOp ignore a NaN on one side.

@@ -28,9 +28,14 @@ const (
 	Undefined DType = -1
 )
 
-// UInt64 is the unsigned 64-bit ScalarType code; only results that PyTorch
-// gives as uint64 (hash_tensor) use it, and it promotes with nothing.
-const UInt64 DType = 29
+// The wide unsigned ScalarType codes. The device holds them (copies, creation,
+// comparisons, and ops that convert them to float); PyTorch promotes them with
+// no other integer type, and its CPU kernels take them for few ops.
+const (
+	UInt16 DType = 27
+	UInt32 DType = 28
+	UInt64 DType = 29
+)
 
 // The complex ScalarType codes. ComplexHalf (complex32) has no XLA element
 // type, so it is never Supported.
@@ -50,6 +55,7 @@ var dtypeInfo = map[DType]struct {
 	Float32: {"float32", hlo.F32, 4}, Float64: {"float64", hlo.F64, 8}, Bool: {"bool", hlo.Pred, 1},
 	BFloat16: {"bfloat16", hlo.BF16, 2}, Complex64: {"complex64", hlo.C64, 8},
 	Complex128: {"complex128", hlo.C128, 16}, UInt64: {"uint64", hlo.U64, 8},
+	UInt16: {"uint16", hlo.U16, 2}, UInt32: {"uint32", hlo.U32, 4},
 }
 
 // Supported reports whether d is a dtype the device can hold.
@@ -107,7 +113,7 @@ func (d DType) ToComplex() DType {
 // IsIntegral reports whether d is an integer dtype, counting bool when withBool.
 func (d DType) IsIntegral(withBool bool) bool {
 	switch d {
-	case Uint8, Int8, Int16, Int32, Int64, UInt64:
+	case Uint8, Int8, Int16, Int32, Int64, UInt16, UInt32, UInt64:
 		return true
 	case Bool:
 		return withBool

@@ -57,6 +57,10 @@ func scalarTypeName(d DType) string {
 		return "Double"
 	case Bool:
 		return "Bool"
+	case UInt16:
+		return "UInt16"
+	case UInt32:
+		return "UInt32"
 	case UInt64:
 		return "UInt64"
 	case Complex64:

@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"math"
+
 	"torchtpu/hlo"
 )
 
@@ -64,7 +66,7 @@ func logAddExp(rb *hlo.Builder, x, y *hlo.Value) *hlo.Value {
 // logcumsumexp is _logcumsumexp(self, dim): log of the running sum of exp.
 func logcumsumexp(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
-	if !m.DType.IsFloat() {
+	if !m.DType.IsFloat() && !m.DType.IsComplex() {
 		return nil, Errorf("logcumsumexp(): expected input to have floating point or complex dtype but got %s", scalarTypeName(m.DType))
 	}
 	dim, ok, err := c.scanDim(1, m.Rank())
@@ -74,7 +76,10 @@ func logcumsumexp(c *Ctx) ([]*hlo.Value, error) {
 	b := c.B
 	acc := accumElem(m.DType)
 	x := b.Convert(c.T(0), acc)
-	if ok {
+	if ok && m.DType.IsComplex() {
+		// Complex values combine by CPU's complex log-add-exp, from -inf + 0i.
+		x = b.Scan([]*hlo.Value{x}, []*hlo.Value{b.Scalar(acc, math.Inf(-1))}, dim, binaryBody(complexLogaddexp))[0]
+	} else if ok {
 		x = b.Scan([]*hlo.Value{x}, []*hlo.Value{b.Scalar(acc, hlo.Lowest(acc))}, dim, binaryBody(logAddExp))[0]
 	}
 	return []*hlo.Value{b.Convert(x, m.DType.Elem())}, nil

@@ -13,6 +13,7 @@ const (
 	keepDType  unaryKind = iota // result has the input's dtype
 	floatDType                  // integers and bool compute in float32
 	floatOnly                   // non-float inputs are an error
+	floatOrComplex              // inputs neither float nor complex are an error
 )
 
 // unaryOp builds a unary rule. kernel names the CPU kernel in "not
@@ -33,6 +34,10 @@ func unaryOp(kind unaryKind, kernel string, noBool bool, f func(b *hlo.Builder, 
 			}
 		case floatOnly:
 			if !d.IsFloat() {
+				return nil, notImplemented(kernel, d)
+			}
+		case floatOrComplex:
+			if !d.IsFloat() && !d.IsComplex() {
 				return nil, notImplemented(kernel, d)
 			}
 		}
@@ -343,7 +348,13 @@ func geluRule(c *Ctx) ([]*hlo.Value, error) {
 	}))(c)
 }
 
-func siluOf(b *hlo.Builder, x *hlo.Value) *hlo.Value { return b.Mul(x, b.Logistic(x)) }
+func siluOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	if x.T.Elem.IsComplex() {
+		// x / (1 + exp(-x)), as CPU's complex kernel computes it.
+		return b.Div(x, b.Add(splat(b, x, 1), b.Exp(b.Neg(x))))
+	}
+	return b.Mul(x, b.Logistic(x))
+}
 
 // boundFor clamps a number to what dtype elem can hold, so a bound like -1
 // on uint8 does not wrap around.
@@ -420,7 +431,7 @@ func init() {
 	def("aten::isneginf", infRule(true))
 	def("aten::nan_to_num", nanToNum)
 	def("aten::gelu", geluRule)
-	def("aten::silu", unaryOp(floatOnly, "silu_cpu", false, upcast(siluOf)))
+	def("aten::silu", unaryOp(floatOrComplex, "silu_cpu", false, upcast(siluOf)))
 	def("aten::hardtanh", hardtanhRule)
 	def("aten::leaky_relu", leakyReluRule)
 	def("aten::elu", eluRule)

@@ -22,6 +22,10 @@ func (c *Ctx) hostNumbers(v *hlo.Value, d DType) ([]float64, []int64, error) {
 		}
 		return fs, nil, nil
 	}
+	if d == UInt64 {
+		// The bits travel unchanged: values past the int64 range must not saturate or wrap by conversion.
+		v = b.BitcastConvert(v, hlo.S64)
+	}
 	ints, err := c.R.Int64Values(b.Convert(v, hlo.S64))
 	return nil, ints, err
 }
@@ -42,6 +46,9 @@ func (c *Ctx) upload(fs []float64, ints []int64, d DType, shape []int64) *hlo.Va
 	v := c.R.Int64Tensor(ints, shape)
 	if d == Bool {
 		return b.Compare(hlo.NE, v, b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), 0), shape))
+	}
+	if d == UInt64 {
+		return b.BitcastConvert(v, hlo.U64)
 	}
 	return b.Convert(v, d.Elem())
 }
@@ -65,6 +72,9 @@ func unique2(c *Ctx) ([]*hlo.Value, error) {
 	less := func(i, j int) bool {
 		if fs != nil {
 			return fs[i] < fs[j]
+		}
+		if m.DType == UInt64 {
+			return uint64(ints[i]) < uint64(ints[j])
 		}
 		return ints[i] < ints[j]
 	}

@@ -72,7 +72,7 @@ func pNorm(c *Ctx, x *hlo.Value, ord float64, dims []int64) *hlo.Value {
 func normRule(dimIdx, keepIdx, dtypeIdx int) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		m := c.Meta(0)
-		if !m.DType.IsFloat() {
+		if !m.DType.IsFloat() && !m.DType.IsComplex() {
 			return nil, Errorf("norm(): input dtype should be either floating point or complex. Got %s instead.", scalarTypeName(m.DType))
 		}
 		d := m.DType
@@ -90,8 +90,14 @@ func normRule(dimIdx, keepIdx, dtypeIdx int) Fn {
 			}
 			keep = c.Bool(keepIdx, false)
 		}
+		x := c.T(0)
+		if m.DType.IsComplex() {
+			// The norm of a complex tensor is the norm of its magnitudes, a real result.
+			x = c.B.Abs(c.B.Convert(x, d.Elem()))
+			d = d.ToReal()
+		}
 		acc := accumElem(d)
-		r := pNorm(c, c.B.Convert(c.T(0), acc), c.Float(1, 2), dims)
+		r := pNorm(c, c.B.Convert(x, acc), c.Float(1, 2), dims)
 		return []*hlo.Value{c.B.Convert(finish(c.B, r, m.Sizes, dims, keep), d.Elem())}, nil
 	}
 }
@@ -100,7 +106,7 @@ func normRule(dimIdx, keepIdx, dtypeIdx int) Fn {
 // exceeds maxnorm is scaled down to norm maxnorm.
 func renorm(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
-	if !m.DType.IsFloat() {
+	if !m.DType.IsFloat() && !m.DType.IsComplex() {
 		return nil, Errorf("renorm: Expected a floating point or complex tensor as input. Got %s", m.DType)
 	}
 	p := c.Float(1, 2)
@@ -126,12 +132,14 @@ func renorm(c *Ctx) ([]*hlo.Value, error) {
 			others = append(others, int64(i))
 		}
 	}
-	norm := pNorm(c, x, p, others)
-	maxnorm := b.BroadcastTo(c.R.Scalar(c.Float(3, 0), acc), norm.T.Shape)
-	eps := b.BroadcastTo(b.Scalar(acc, 1e-7), norm.T.Shape)
-	one := b.BroadcastTo(b.Scalar(acc, 1), norm.T.Shape)
+	// A complex slice's norm is that of its magnitudes; the real factor scales both parts.
+	norm := pNorm(c, b.Abs(x), p, others)
+	racc := acc.Real()
+	maxnorm := b.BroadcastTo(c.R.Scalar(c.Float(3, 0), racc), norm.T.Shape)
+	eps := b.BroadcastTo(b.Scalar(racc, 1e-7), norm.T.Shape)
+	one := b.BroadcastTo(b.Scalar(racc, 1), norm.T.Shape)
 	factor := b.Select(b.Compare(hlo.GT, norm, maxnorm), b.Div(maxnorm, b.Add(norm, eps)), one)
-	y := b.Mul(x, b.BroadcastInDim(factor, x.T.Shape, []int64{dim}))
+	y := b.Mul(x, b.Convert(b.BroadcastInDim(factor, x.T.Shape, []int64{dim}), acc))
 	return []*hlo.Value{b.Reshape(b.Convert(y, m.DType.Elem()), m.Sizes...)}, nil
 }
 

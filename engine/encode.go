@@ -23,6 +23,10 @@ func pjrtType(e hlo.Elem) pjrt.DType {
 		return pjrt.S64
 	case hlo.U8:
 		return pjrt.U8
+	case hlo.U16:
+		return pjrt.U16
+	case hlo.U32:
+		return pjrt.U32
 	case hlo.U64:
 		return pjrt.U64
 	case hlo.F16:
@@ -58,10 +62,10 @@ func encodeScalar(v float64, e hlo.Elem) []byte {
 	case hlo.S8, hlo.U8:
 		b[0] = byte(int64(v))
 		return b[:1]
-	case hlo.S16:
+	case hlo.S16, hlo.U16:
 		binary.LittleEndian.PutUint16(b, uint16(int64(v)))
 		return b[:2]
-	case hlo.S32:
+	case hlo.S32, hlo.U32:
 		binary.LittleEndian.PutUint32(b, uint32(int64(v)))
 		return b[:4]
 	case hlo.S64, hlo.U64:
@@ -105,6 +109,10 @@ func decodeScalar(b []byte, e hlo.Elem) float64 {
 		return float64(int16(binary.LittleEndian.Uint16(b)))
 	case hlo.S32:
 		return float64(int32(binary.LittleEndian.Uint32(b)))
+	case hlo.U16:
+		return float64(binary.LittleEndian.Uint16(b))
+	case hlo.U32:
+		return float64(binary.LittleEndian.Uint32(b))
 	case hlo.S64:
 		return float64(int64(binary.LittleEndian.Uint64(b)))
 	case hlo.U64:

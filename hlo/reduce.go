@@ -85,7 +85,7 @@ func (b *Builder) ReduceArg(x, idx *Value, dim int64, cmp string) (*Value, *Valu
 
 func lowest(e Elem) float64 {
 	switch e {
-	case Pred, U8, U32, U64:
+	case Pred, U8, U16, U32, U64:
 		return 0
 	case S8:
 		return -128
@@ -105,6 +105,8 @@ func highest(e Elem) float64 {
 		return 1
 	case U8:
 		return 255
+	case U16:
+		return 65535
 	case U32:
 		return 4294967295
 	case U64:

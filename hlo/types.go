@@ -19,6 +19,7 @@ const (
 	S32  Elem = "i32"
 	S64  Elem = "i64"
 	U8   Elem = "ui8"
+	U16  Elem = "ui16"
 	U32  Elem = "ui32"
 	U64  Elem = "ui64"
 	F16  Elem = "f16"
@@ -59,18 +60,18 @@ func ComplexOf(e Elem) Elem {
 
 // IsInt reports whether e is a signed or unsigned integer type (not bool).
 func (e Elem) IsInt() bool {
-	return e == S8 || e == S16 || e == S32 || e == S64 || e == U8 || e == U32 || e == U64
+	return e == S8 || e == S16 || e == S32 || e == S64 || e == U8 || e == U16 || e == U32 || e == U64
 }
 
 // IsUnsigned reports whether e is an unsigned integer type.
-func (e Elem) IsUnsigned() bool { return e == U8 || e == U32 || e == U64 }
+func (e Elem) IsUnsigned() bool { return e == U8 || e == U16 || e == U32 || e == U64 }
 
 // Bits returns the width of e in bits.
 func (e Elem) Bits() int {
 	switch e {
 	case Pred, S8, U8:
 		return 8
-	case S16, F16, BF16:
+	case S16, U16, F16, BF16:
 		return 16
 	case S32, U32, F32:
 		return 32

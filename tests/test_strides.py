@@ -245,3 +245,49 @@ def test_resize_as_keeps_the_memory_format_asked_for(mode):
         want = torch.empty(5).resize_as_(x, memory_format=fmt)
         got = torch.empty(5, device="tpu").resize_as_(x.to("tpu"), memory_format=fmt)
         assert got.shape == want.shape and got.stride() == want.stride(), (fmt, got.stride(), want.stride())
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_fft_results_put_transformed_dims_innermost(mode):
+    """CPU's FFTs lay the transformed dimensions out innermost even for contiguous inputs; tpu's match."""
+    x = torch.randn(5, 10, 7)
+    with torch.tpu.mode(mode):
+        check_layout(lambda t: torch.fft.fft(t, dim=1), x, atol=1e-4)
+        check_layout(lambda t: torch.fft.rfft(t, dim=1), x, atol=1e-4)
+        check_layout(lambda t: torch.fft.fftn(t, dim=(0, 1)), x, atol=1e-4)
+        check_layout(lambda t: torch.fft.irfft(t, dim=1), torch.fft.rfft(x, dim=1), atol=1e-4)
+        check_layout(lambda t: torch.fft.hfft(t, dim=1), x.to(torch.complex64), atol=1e-3)
+        for dims in [(0, 1, 2), (1, 0, 2), (2, 0), (0, 2), (1, 0), (2, 1, 0)]:  # real-to-complex, several dims
+            check_layout(lambda t: torch.fft.rfftn(t, dim=dims), x, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+def test_reflection_and_replication_pads_keep_channels_last(mode):
+    """CPU's reflection and replication pads allocate their result in the input's memory format."""
+    check_layout(lambda t: F.pad(t, (1, 2, 2, 1), mode=mode), torch.randn(2, 3, 5, 6).to(memory_format=torch.channels_last))
+    check_layout(lambda t: F.pad(t, (1, 2, 2, 1, 1, 1), mode=mode),
+                 torch.randn(2, 3, 4, 5, 6).to(memory_format=torch.channels_last_3d))
+    check_layout(lambda t: F.pad(t, (1, 2, 2, 1), mode=mode), torch.randn(3, 6, 5).transpose(1, 2))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 4, 4)])
+def test_linear_algebra_results_are_column_major_as_on_cpu(shape):
+    """CPU's LAPACK-backed results are column-major matrices; tpu's have the same strides."""
+    a = torch.randn(*shape, dtype=torch.float64)
+    spd = a.mT @ a + torch.eye(shape[-1], dtype=torch.float64)
+    # Factors defined up to sign are compared by magnitude.
+    check_layout(lambda t: [x.abs() for x in torch.linalg.qr(t)], a)
+    check_layout(lambda t: torch.geqrf(t)[0].abs(), a)
+    check_layout(lambda t: [x.abs() for x in torch.linalg.svd(t, full_matrices=False)], a)
+    check_layout(lambda t: torch.linalg.eigh(t)[1].abs(), spd)
+    check_layout(torch.linalg.cholesky, spd)
+    check_layout(lambda t: torch.linalg.lu_factor(t)[0], spd)
+    check_layout(lambda t: torch.linalg.solve(t, t[..., :2]), spd)
+    check_layout(torch.linalg.inv, spd)
+
+
+def test_nonzero_and_argwhere_are_column_major_as_on_cpu():
+    """CPU's nonzero fills the transpose of a (dims, count) buffer: its result's strides are (1, count)."""
+    for x in (torch.randn(4, 5) > 0, torch.randn(2, 3, 4) > 0, torch.eye(3) > 0):
+        check_layout(torch.nonzero, x)
+        check_layout(torch.argwhere, x)

@@ -1,0 +1,91 @@
+"""Dtype conformance fixes found by the dtype sweep (tests/conformance/test_sweep_dtypes.py), against CPU:
+norm of complex tensors, and half-precision addcmul/addcdiv/lerp computed in float32 and rounded once."""
+import pytest
+import torch
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_norm_of_complex_is_the_real_norm_of_magnitudes(dtype):
+    x = torch.randn(5, 10, dtype=dtype)
+    for p, dim in [(2, 1), (1, 0), (3, None), (float("inf"), 1)]:
+        want = torch.norm(x, p, dim=dim)
+        got = torch.norm(x.to("tpu"), p, dim=dim)
+        assert got.dtype == want.dtype == dtype.to_real()
+        torch.testing.assert_close(got.cpu(), want)
+    a, p_, n = (torch.randn(4, 6, dtype=dtype) for _ in range(3))
+    want = torch.nn.functional.triplet_margin_loss(a, p_, n)
+    got = torch.nn.functional.triplet_margin_loss(a.to("tpu"), p_.to("tpu"), n.to("tpu"))
+    torch.testing.assert_close(got.cpu(), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_addcmul_addcdiv_lerp_round_once(dtype):
+    """CPU computes these in float32 and rounds once: the results agree exactly, not to a few ulps."""
+    torch.manual_seed(0)
+    x, t1, t2, w = (torch.randn(4096).to(dtype) for _ in range(4))
+    t2 = t2.abs() + 0.5
+    X, T1, T2, W = (v.to("tpu") for v in (x, t1, t2, w))
+    for want, got in [(torch.addcmul(x, t1, t2, value=0.3), torch.addcmul(X, T1, T2, value=0.3)),
+                      (torch.addcdiv(x, t1, t2, value=-1.7), torch.addcdiv(X, T1, T2, value=-1.7)),
+                      (torch.lerp(x, t1, w), torch.lerp(X, T1, W)),
+                      (torch.lerp(x, t1, 0.3), torch.lerp(X, T1, 0.3))]:
+        assert got.dtype == dtype
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_lerp_renorm_dist(dtype):
+    x, y, w = (torch.randn(5, 5, dtype=dtype) for _ in range(3))
+    X, Y, W = (v.to("tpu") for v in (x, y, w))
+    torch.testing.assert_close(torch.lerp(X, Y, 0.4).cpu(), torch.lerp(x, y, 0.4))
+    torch.testing.assert_close(torch.lerp(X, Y, W).cpu(), torch.lerp(x, y, w))
+    z = torch.randn(5, 5, 5, dtype=dtype)
+    got = torch.renorm(z.to("tpu"), 2, 1, 0.5)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.cpu(), torch.renorm(z, 2, 1, 0.5))
+    torch.testing.assert_close(torch.dist(z.to("tpu"), 2 * z.to("tpu")).cpu(), torch.dist(z, 2 * z))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_wide_unsigned_dtypes_end_to_end(dtype):
+    """uint16/uint32/uint64: copies both ways (the top of the range included), creation, comparisons,
+    unique (ordered as unsigned numbers), and ops that compute in float, as CPU does."""
+    top = torch.iinfo(dtype).max
+    vals = [7, top, 0, 1, 7, top // 2 + 5]
+    x = torch.tensor(vals, dtype=torch.int64 if dtype != torch.uint64 else torch.uint64).to(dtype) \
+        if dtype != torch.uint64 else torch.tensor([7, 2**64 - 1, 0, 1, 7, 2**63 + 5], dtype=dtype)
+    X = x.to("tpu")
+    assert X.dtype == dtype and torch.equal(X.cpu(), x)
+    assert torch.equal((X == X.flip(0)).cpu(), x == x.flip(0))
+    assert torch.equal((X != X.flip(0)).cpu(), x != x.flip(0))
+    assert torch.equal(X, X.clone())
+    for kw in ({}, {"return_inverse": True, "return_counts": True}):
+        want, got = torch.unique(x, **kw), torch.unique(X, **kw)
+        for w, g in zip(want if kw else [want], got if kw else [got]):
+            assert g.dtype == w.dtype and torch.equal(g.cpu(), w)
+    for got, want in [(torch.full_like(X, 3), torch.full_like(x, 3)),
+                      (torch.zeros(2, 3, dtype=dtype, device="tpu"), torch.zeros(2, 3, dtype=dtype)),
+                      (X[1:4], x[1:4])]:
+        assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+    torch.testing.assert_close(torch.special.i0e(X).cpu(), torch.special.i0e(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_logaddexp_and_logcumsumexp(dtype):
+    x, y = torch.randn(40, dtype=dtype) * 3, torch.randn(40, dtype=dtype) * 3
+    got = torch.logaddexp(x.to("tpu"), y.to("tpu"))
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.cpu(), torch.logaddexp(x, y))
+    edge = torch.tensor([complex(float("-inf"), 0), complex(1e30, 1)], dtype=dtype)
+    torch.testing.assert_close(torch.logaddexp(edge.to("tpu"), edge.to("tpu")).cpu(), torch.logaddexp(edge, edge))
+    z = torch.randn(5, 6, dtype=dtype) * 3
+    for d in (0, 1):
+        torch.testing.assert_close(torch.logcumsumexp(z.to("tpu"), d).cpu(), torch.logcumsumexp(z, d))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_silu(dtype):
+    x = torch.randn(20, dtype=dtype) * 2
+    got = torch.nn.functional.silu(x.to("tpu"))
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.cpu(), torch.nn.functional.silu(x))
