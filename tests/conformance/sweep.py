@@ -122,8 +122,10 @@ def _run_chunk(sweep_name, indices, names, workdir, tag, timeout):
 def sweep(sweep_name, indices, jobs=2, chunk=25, timeout=120, workdir=None):
     """Runs the given op_db indices through a sweep's worker in chunks, jobs at a time; returns the
     result records in op order."""
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix=f"sweep-{sweep_name}-") as d:
+            return sweep(sweep_name, indices, jobs, chunk, timeout, d)
     names = run.op_names()
-    workdir = workdir or tempfile.mkdtemp(prefix=f"sweep-{sweep_name}-")
     os.makedirs(workdir, exist_ok=True)
     # Interleaved chunks balance slow and fast families across the workers.
     n = max(1, min(len(indices), (len(indices) + chunk - 1) // chunk))
