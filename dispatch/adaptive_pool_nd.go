@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"slices"
+	"strings"
 
 	"torchtpu/hlo"
 )
@@ -23,6 +24,11 @@ func adaptiveND(name string, in TensorMeta, n int, out []int64) (lead, sp []int6
 		}
 	}
 	for _, o := range out {
+		if o < 0 && strings.Contains(name, "max") {
+			// CPU's max kernels get as far as allocating the result.
+			return nil, nil, Errorf("Trying to create tensor with negative dimension %d: %s", o,
+				shapeString(append(slices.Clone(in.Sizes[:r-n]), out...)))
+		}
 		if o < 0 {
 			return nil, nil, Errorf("%s: elements of output_size must be greater than or equal to 0 but received %s", name, shapeString(out))
 		}

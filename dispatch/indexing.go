@@ -402,7 +402,8 @@ func init() {
 	r := def("aten::index_put", indexPut)
 	alias("aten::_index_put_impl_", r, Inplace)
 	def("aten::nonzero", nonzero).DataDependent = true
-	def("aten::masked_select", maskedSelect).DataDependent = true
+	ms := def("aten::masked_select", maskedSelect)
+	ms.DataDependent, ms.OutNoOverlap = true, true
 	def("aten::repeat_interleave.Tensor", repeatInterleave, "aten::repeat_interleave.Tensor_out").DataDependent = true
 	def("aten::masked_scatter", maskedScatter)
 }

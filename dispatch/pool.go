@@ -76,6 +76,11 @@ func (c *Ctx) poolArgs(in TensorMeta, kernel, dil, ceil int) (pool2d, error) {
 	if r != 3 && r != 4 {
 		return q, Errorf("non-empty 3D or 4D (batch mode) tensor expected for input")
 	}
+	for i := 0; i < 2; i++ {
+		if err := poolOutputCheck(q.k[i], q.s[i], q.p[i], q.d[i]); err != nil {
+			return q, err
+		}
+	}
 	for _, s := range in.Sizes[r-3:] {
 		if s == 0 {
 			return q, Errorf("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got: %s", shapeString(in.Sizes))
@@ -112,6 +117,22 @@ func (c *Ctx) poolArgs(in TensorMeta, kernel, dil, ceil int) (pool2d, error) {
 			q.ch, q.in[0], q.in[1], q.ch, q.out[0], q.out[1])
 	}
 	return q, nil
+}
+
+// poolOutputCheck makes the checks ATen's pooling_output_shape makes on one
+// spatial dimension before any other shape check: a nonzero stride, and a
+// padding between zero and half the dilated kernel.
+func poolOutputCheck(k, s, p, d int64) error {
+	if s == 0 {
+		return Errorf("stride should not be zero")
+	}
+	if p < 0 {
+		return Errorf("pad must be non-negative, but got pad: %d", p)
+	}
+	if p > ((k-1)*d+1)/2 {
+		return Errorf("pad should be at most half of effective kernel size, but got pad=%d, kernel_size=%d and dilation=%d", p, k, d)
+	}
+	return nil
 }
 
 // poolDTypeCheck accepts the dtypes CPU pools: floats, int64 for the

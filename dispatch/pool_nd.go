@@ -72,7 +72,16 @@ func (c *Ctx) poolNDArgs(in TensorMeta, n, kernel, dil, ceil int) (poolND, error
 	if r != n+1 && r != n+2 {
 		return q, Errorf("non-empty %dD or %dD (batch mode) tensor expected for input", n+1, n+2)
 	}
-	for _, s := range in.Sizes[r-n-1:] {
+	for i := 0; i < n; i++ {
+		if err := poolOutputCheck(q.k[i], q.s[i], q.p[i], q.d[i]); err != nil {
+			return q, err
+		}
+	}
+	for i, s := range in.Sizes[r-n-1:] {
+		if s == 0 && dil >= 0 && n == 3 {
+			return q, Errorf("max_pool3d_with_indices_out_cpu_template(): Expected input to have non-zero size for "+
+				"non-batch dimensions, but input has sizes %s with dimension %d being empty", shapeString(in.Sizes), r-n-1+i)
+		}
 		if s == 0 {
 			return q, Errorf("Expected %dD or %dD (batch mode) tensor with optional 0 dim batch size for input, but got: %s",
 				n+1, n+2, shapeString(in.Sizes))
@@ -291,6 +300,12 @@ func maxUnpool(spatial int) Fn {
 			if s == 0 {
 				return nil, Errorf("max_unpooling%dd(): Expected input to have non-zero size for non-batch dimensions, but got %s",
 					spatial, shapeString(in.Sizes))
+			}
+		}
+		if spatial == 3 && c.Has(3) {
+			// max_unpool3d's stride and padding shape nothing here, but CPU checks the stride.
+			if st := c.Ints(3, nil); slices.ContainsFunc(st, func(s int64) bool { return s <= 0 }) {
+				return nil, Errorf("strides should be greater than zero, but got stride: %s", shapeString(st))
 			}
 		}
 		planes := numel(in.Sizes[:r-spatial])

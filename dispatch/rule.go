@@ -89,6 +89,10 @@ type Rule struct {
 	// of another shape but the same count keeps its shape and receives the
 	// values in row-major order.
 	OutKeepsShape bool
+	// OutNoOverlap marks out= ops whose CPU kernel refuses an out that shares
+	// any memory with an input (gather, cat, ...), as ATen's assert_no_overlap;
+	// other out= ops only refuse an out with internally overlapping elements.
+	OutNoOverlap bool
 }
 
 // Variant says how a table name relates to its functional rule.

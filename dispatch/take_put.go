@@ -78,6 +78,6 @@ func putRule(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::take", takeRule)
+	def("aten::take", takeRule).OutNoOverlap = true
 	def("aten::put", putRule)
 }

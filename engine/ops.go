@@ -136,6 +136,16 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 			return nil, fmt.Errorf("expected %d out= arguments", k)
 		}
 		dsts := args[len(args)-k:]
+		anyCast := make([]bool, k)
+		for i, r := range results {
+			var err error
+			if anyCast[i], err = dispatch.CheckOutDType(op, dispatch.FromElem(r.T.Elem), dsts[i].Tensors[0].DType); err != nil {
+				return nil, err
+			}
+		}
+		if err := checkOutOverlap(entry.Rule, args[:len(args)-k], dsts, results); err != nil {
+			return nil, err
+		}
 		var resize [][]int64
 		for i, r := range results {
 			d := dsts[len(resize)].Handles[0].(*TensorDesc)
@@ -155,7 +165,7 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 			}
 		}
 		for i, r := range results {
-			if err := e.writeResult(dsts[i].Handles[0].(*TensorDesc), r, "out"); err != nil {
+			if err := e.writeResultAs(dsts[i].Handles[0].(*TensorDesc), r, "out", anyCast[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -218,11 +228,17 @@ func (e *Engine) recorded(op string) error {
 // writeResult writes result r into the mutated argument d, with PyTorch's
 // checks: the shapes agree and the result dtype casts to the argument's.
 func (e *Engine) writeResult(d *TensorDesc, r *hlo.Value, what string) error {
+	return e.writeResultAs(d, r, what, false)
+}
+
+// writeResultAs is writeResult, converting to any dtype of d when anyCast is
+// set (out= kernels that compute in their out's dtype).
+func (e *Engine) writeResultAs(d *TensorDesc, r *hlo.Value, what string, anyCast bool) error {
 	rd := dispatch.FromElem(r.T.Elem)
 	if !slices.Equal(d.Sizes, r.T.Shape) {
 		return fmt.Errorf("output with shape %v doesn't match the broadcast shape %v", d.Sizes, r.T.Shape)
 	}
-	if !dispatch.CanCast(rd, d.DType) {
+	if !anyCast && !dispatch.CanCast(rd, d.DType) {
 		return fmt.Errorf("result type %s can't be cast to the desired output type %s", rd, d.DType)
 	}
 	if d.CPU {

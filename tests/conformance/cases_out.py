@@ -99,11 +99,19 @@ def _layout(t):
     return (tuple(t.shape), t.stride(), t.storage_offset(), t.dtype)
 
 
+def on_tpu(sample, op):
+    """The sample's arguments on tpu; a factory's device argument names tpu too."""
+    inp, args, kwargs = sample.fresh(to_tpu_leaf, op.name)
+    if "device" in kwargs:
+        kwargs = dict(kwargs, device="tpu")
+    return inp, args, kwargs
+
+
 def run_case(op, kind, sample, want, is_tuple, rtol, atol, nondet):
     cpu_outs, cpu_bases = make_out(kind, want, "cpu")
     cpu_err, cpu_warn, cpu_ret = _call(op, sample.fresh(clone_leaf), cpu_outs, is_tuple, False)
     tpu_outs, tpu_bases = make_out(kind, want, "tpu")
-    tpu_err, tpu_warn, tpu_ret = _call(op, sample.fresh(to_tpu_leaf, op.name), tpu_outs, is_tuple, True)
+    tpu_err, tpu_warn, tpu_ret = _call(op, on_tpu(sample, op), tpu_outs, is_tuple, True)
     if cpu_err is not None:
         if tpu_err is None:
             return "fail", f"did not raise (CPU raises {first_line(cpu_err)})"
