@@ -84,27 +84,32 @@ var outDTypes = map[string]outDType{
 	"aten::mv.out": outDType{msg: func(res, out DType) string {
 		return fmt.Sprintf("addmv input tensors must have the same dtype, but got %s, %s, and %s", scalarTypeName(out), scalarTypeName(res), scalarTypeName(res))
 	}},
-	"aten::addbmm.out":              exact("self and mat2 must have the same dtype, but got %s and %s", scalarTypeName, true),
-	"aten::all.all_out":             exact("all only supports bool tensor for result, got: %s", scalarTypeName, true),
-	"aten::any.all_out":             exact("any only supports bool tensor for result, got: %s", scalarTypeName, true),
-	"aten::frexp.Tensor_out":        exact("torch.frexp() expects mantissa to have dtype %s but got %s", cppName, false),
-	"aten::hash_tensor.out":         exact("Expected result to be of dtype uint64, but got %s", scalarTypeName, true),
-	"aten::heaviside.out":           fixed("heaviside is not yet implemented for tensors with different dtypes."),
-	"aten::index_select.out":        fixed("index_select(): self and result must have the same scalar type"),
-	"aten::masked_select.out":       fixed("masked_select(): self and result must have the same scalar type"),
-	"aten::isneginf.out":            fixed("isneginf does not support non-boolean outputs."),
-	"aten::isposinf.out":            fixed("isposinf does not support non-boolean outputs."),
-	"aten::signbit.out":             fixed("signbit does not support non-boolean outputs."),
-	"aten::kthvalue.values":         fixed("output values must be of same type as input"),
-	"aten::mode.values":             exact("expected scalar type '%s' but got '%s' for values output", scalarTypeName, false),
-	"aten::nan_to_num.out":          exact("nan_to_num: dtype of out: %s should be same as input: %s", scalarTypeName, true),
-	"aten::nonzero.out":             exact("nonzero: Expected out tensor to have scalar type Long but got scalar type%s", scalarTypeName, true),
-	"aten::ormqr.out":               exact("torch.ormqr: Expected input and result to have the same dtype, but input has dtype%s and result has dtype %s", scalarTypeName, false),
-	"aten::take.out":                exact("take(): self and out expected to have the same dtype, but got self.dtype = %s and out.dtype = %s", scalarTypeName, false),
-	"aten::where.self_out":          exact("Expected out type to be %s but got %s", scalarTypeName, false),
-	"aten::searchsorted.Tensor_out": exact("torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got output tensor's dtype %s", scalarTypeName, true),
-	"aten::searchsorted.Scalar_out": exact("torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got output tensor's dtype %s", scalarTypeName, true),
-	"aten::bucketize.Tensor_out":    exact("torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got output tensor's dtype %s", scalarTypeName, true),
+	"aten::addbmm.out":                exact("self and mat2 must have the same dtype, but got %s and %s", scalarTypeName, true),
+	"aten::all.out":                   exact("all only supports bool tensor for result, got: %s", scalarTypeName, true),
+	"aten::all.dims_out":              exact("all only supports bool tensor for result, got: %s", scalarTypeName, true),
+	"aten::any.out":                   exact("any only supports bool tensor for result, got: %s", scalarTypeName, true),
+	"aten::any.dims_out":              exact("any only supports bool tensor for result, got: %s", scalarTypeName, true),
+	"aten::histogram.bins_tensor_out": exact("torch.histogram: input tensor and hist tensor should have the same dtype, but got input %s and hist %s", cppName, false),
+	"aten::all.all_out":               exact("all only supports bool tensor for result, got: %s", scalarTypeName, true),
+	"aten::any.all_out":               exact("any only supports bool tensor for result, got: %s", scalarTypeName, true),
+	"aten::frexp.Tensor_out":          exact("torch.frexp() expects mantissa to have dtype %s but got %s", cppName, false),
+	"aten::hash_tensor.out":           exact("Expected result to be of dtype uint64, but got %s", scalarTypeName, true),
+	"aten::heaviside.out":             fixed("heaviside is not yet implemented for tensors with different dtypes."),
+	"aten::index_select.out":          fixed("index_select(): self and result must have the same scalar type"),
+	"aten::masked_select.out":         fixed("masked_select(): self and result must have the same scalar type"),
+	"aten::isneginf.out":              fixed("isneginf does not support non-boolean outputs."),
+	"aten::isposinf.out":              fixed("isposinf does not support non-boolean outputs."),
+	"aten::signbit.out":               fixed("signbit does not support non-boolean outputs."),
+	"aten::kthvalue.values":           fixed("output values must be of same type as input"),
+	"aten::mode.values":               exact("expected scalar type '%s' but got '%s' for values output", scalarTypeName, false),
+	"aten::nan_to_num.out":            exact("nan_to_num: dtype of out: %s should be same as input: %s", scalarTypeName, true),
+	"aten::nonzero.out":               exact("nonzero: Expected out tensor to have scalar type Long but got scalar type%s", scalarTypeName, true),
+	"aten::ormqr.out":                 exact("torch.ormqr: Expected input and result to have the same dtype, but input has dtype%s and result has dtype %s", scalarTypeName, false),
+	"aten::take.out":                  exact("take(): self and out expected to have the same dtype, but got self.dtype = %s and out.dtype = %s", scalarTypeName, false),
+	"aten::where.self_out":            exact("Expected out type to be %s but got %s", scalarTypeName, false),
+	"aten::searchsorted.Tensor_out":   exact("torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got output tensor's dtype %s", scalarTypeName, true),
+	"aten::searchsorted.Scalar_out":   exact("torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got output tensor's dtype %s", scalarTypeName, true),
+	"aten::bucketize.Tensor_out":      exact("torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got output tensor's dtype %s", scalarTypeName, true),
 	// Kernels that compute in the out dtype, whatever it is.
 	"aten::bernoulli.out":       outAnyDType,
 	"aten::bernoulli.float_out": outAnyDType, "aten::bernoulli.Tensor_out": outAnyDType,
@@ -144,4 +149,46 @@ func CheckOutDType(op string, res, out DType) (anyCast bool, err error) {
 		return false, Errorf("%s", r.msg(res, out))
 	}
 	return false, nil
+}
+
+// Resize modes of out= arguments, as bridge/torchtpu.h's TTPU_RESIZE_*.
+const (
+	ResizeWarn        = 0 // contiguous, with PyTorch's resize warning (resize_output)
+	ResizeQuiet       = 1 // contiguous, no warning (the kernel calls resize_ itself)
+	ResizeColumnMajor = 2 // with the warning, then batched column-major strides
+)
+
+// outResize lists, per out= argument, the out= operators whose CPU kernel
+// resizes a wrongly sized out otherwise than resize_output does.
+var outResize = map[string][]int{
+	"aten::arange.out": {ResizeQuiet}, "aten::arange.start_out": {ResizeQuiet},
+	"aten::linspace.out": {ResizeQuiet}, "aten::linspace.Tensor_Tensor_out": {ResizeQuiet},
+	"aten::linspace.Tensor_Scalar_out": {ResizeQuiet}, "aten::linspace.Scalar_Tensor_out": {ResizeQuiet},
+	"aten::logspace.out": {ResizeQuiet}, "aten::logspace.Tensor_Tensor_out": {ResizeQuiet},
+	"aten::logspace.Tensor_Scalar_out": {ResizeQuiet}, "aten::logspace.Scalar_Tensor_out": {ResizeQuiet},
+	"aten::eye.out": {ResizeQuiet}, "aten::eye.m_out": {ResizeQuiet}, "aten::addbmm.out": {ResizeQuiet},
+	"aten::log_sigmoid_forward.output": {ResizeQuiet, ResizeQuiet}, "aten::multinomial.out": {ResizeQuiet},
+	"aten::bernoulli.out": {ResizeQuiet}, "aten::bernoulli.float_out": {ResizeQuiet},
+	"aten::bernoulli.Tensor_out": {ResizeQuiet},
+	// LAPACK-backed results: matrices in column-major order.
+	"aten::linalg_cholesky_ex.L":        {ResizeColumnMajor, ResizeWarn},
+	"aten::linalg_inv_ex.inverse":       {ResizeColumnMajor, ResizeWarn},
+	"aten::_linalg_eigh.eigenvalues":    {ResizeWarn, ResizeColumnMajor},
+	"aten::linalg_ldl_factor_ex.out":    {ResizeColumnMajor, ResizeWarn, ResizeWarn},
+	"aten::linalg_lu_factor_ex.out":     {ResizeColumnMajor, ResizeWarn, ResizeWarn},
+	"aten::_linalg_solve_ex.result":     {ResizeColumnMajor, ResizeColumnMajor, ResizeWarn, ResizeWarn},
+	"aten::linalg_qr.out":               {ResizeColumnMajor, ResizeColumnMajor},
+	"aten::triangular_solve.X":          {ResizeColumnMajor, ResizeColumnMajor},
+	"aten::linalg_solve_triangular.out": {ResizeColumnMajor},
+	"aten::linalg_ldl_solve.out":        {ResizeColumnMajor},
+	"aten::linalg_lu_solve.out":         {ResizeColumnMajor},
+}
+
+// OutResizeMode returns how out= argument k of op is resized when its size is
+// wrong (one of the Resize* modes).
+func OutResizeMode(op string, k int) int {
+	if m := outResize[op]; k < len(m) {
+		return m[k]
+	}
+	return ResizeWarn
 }

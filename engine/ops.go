@@ -161,7 +161,11 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		}
 		for i := range results {
 			if !slices.Equal(resize[i], dsts[i].Tensors[0].Sizes) {
-				return nil, &ResizeError{Sizes: resize}
+				modes := make([]int, len(resize))
+				for j := range modes {
+					modes[j] = dispatch.OutResizeMode(op, j)
+				}
+				return nil, &ResizeError{Sizes: resize, Modes: modes}
 			}
 		}
 		for i, r := range results {
