@@ -117,6 +117,12 @@ var outDTypes = map[string]outDType{
 	"aten::cat.out": {cast: true}, "aten::stack.out": {cast: true}, "aten::_chunk_cat.out": {cast: true},
 }
 
+// CastError is the error TensorIterator raises when a result of dtype res
+// cannot be cast safely into a written tensor of dtype out.
+func CastError(res, out DType) error {
+	return Errorf("result type %s can't be cast to the desired output type %s", scalarTypeName(res), scalarTypeName(out))
+}
+
 // CheckOutDType applies the dtype rule of out= operator op to result k of
 // dtype res written into an out tensor of dtype out. It returns whether the
 // write may convert without PyTorch's safe-cast check (the kernel computes in

@@ -243,7 +243,7 @@ func (e *Engine) writeResultAs(d *TensorDesc, r *hlo.Value, what string, anyCast
 		return fmt.Errorf("output with shape %v doesn't match the broadcast shape %v", d.Sizes, r.T.Shape)
 	}
 	if !anyCast && !dispatch.CanCast(rd, d.DType) {
-		return fmt.Errorf("result type %s can't be cast to the desired output type %s", rd, d.DType)
+		return dispatch.CastError(rd, d.DType)
 	}
 	if d.CPU {
 		return fmt.Errorf("cannot write the result into a CPU tensor (%s)", what)
