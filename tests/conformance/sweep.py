@@ -24,6 +24,7 @@ from . import harness, run
 
 ROOT = run.ROOT
 FAILED = ("fail", "crash", "timeout")
+STARTUP_TIMEOUT = 300  # seconds a fresh worker may take before its first event
 
 
 def full():
@@ -70,14 +71,17 @@ def _run_chunk(sweep_name, indices, names, workdir, tag, timeout):
         timed_out = False
         with open(log, "w") as lf:
             proc = subprocess.Popen(cmd, cwd=ROOT, env=run.worker_env(), stdout=lf, stderr=subprocess.STDOUT)
-            last_size, last_change = -1, time.time()
+            first_size = os.path.getsize(out) if os.path.exists(out) else 0
+            last_size, last_change = first_size, time.time()
             try:
                 while proc.poll() is None:
                     time.sleep(0.2)
                     size = os.path.getsize(out) if os.path.exists(out) else 0
+                    # Starting a worker (importing torch and op_db) is not a case: it gets its own allowance.
+                    limit = timeout if size > first_size else max(timeout, STARTUP_TIMEOUT)
                     if size != last_size:
                         last_size, last_change = size, time.time()
-                    elif time.time() - last_change > timeout:
+                    elif time.time() - last_change > limit:
                         timed_out = True
                         proc.kill()
                         proc.wait()

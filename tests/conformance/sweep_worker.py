@@ -12,6 +12,7 @@ import argparse
 import importlib
 import json
 import os
+import time
 import warnings
 
 from . import harness
@@ -37,6 +38,11 @@ class Context:
         if case_id in self.done:
             return
         self.emit(ev="start", case=case_id, op=self.op, index=self.index)
+        # Let the runner's crash and hang handling be tested.
+        if os.environ.get("CONFORMANCE_CRASH_CASE") == case_id:
+            os.abort()
+        if os.environ.get("CONFORMANCE_HANG_CASE") == case_id:
+            time.sleep(3600)
         try:
             status, detail = fn()
         except Exception as e:  # noqa: BLE001
