@@ -43,11 +43,12 @@ class Context:
             os.abort()
         if os.environ.get("CONFORMANCE_HANG_CASE") == case_id:
             time.sleep(3600)
+        t0 = time.time()
         try:
             status, detail = fn()
         except Exception as e:  # noqa: BLE001
             status, detail = "fail", "harness: " + harness.first_line(e)
-        rec = dict(ev="result", case=case_id, op=self.op, status=status)
+        rec = dict(ev="result", case=case_id, op=self.op, status=status, seconds=round(time.time() - t0, 2))
         if detail:
             rec["detail"] = str(detail)[:600]
         self.emit(**rec)

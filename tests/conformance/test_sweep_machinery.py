@@ -33,10 +33,11 @@ def test_judge_against_the_list():
     results = [dict(case="a/0", op="a", status="pass"), dict(case="a/1", op="a", status="fail"),
                dict(case="a/2", op="a", status="fail"), dict(case="a/3", op="a", status="excluded")]
     expected = {"a/0": "fixed since", "a/1": "known", "a/3": "no longer a case", "a/9": "gone", "b/0": "not run"}
-    unlisted, fixed, unknown = sweep.judge(results, expected, {"a"})
+    unlisted, fixed, unknown = sweep.judge(results, expected, {"a"}, complete=True)
     assert [r["case"] for r in unlisted] == ["a/2"]
     assert fixed == ["a/0"]
     assert unknown == ["a/3", "a/9"]
+    assert sweep.judge(results, expected, {"a"}, complete=False)[2] == ["a/3"]
     doc = sweep.summary("x", results, expected)
     assert (doc["cases"], doc["passed"]) == (3, 1)
     assert list(doc["failed"]["listed"]) == ["a/1"] and list(doc["failed"]["unlisted"]) == ["a/2"]
