@@ -11,8 +11,8 @@ _FFT_LAYOUT = ("CPU's FFT resizes its out into the memory order of its internal 
                "dimension innermost); tpu resizes to a contiguous tensor")
 _LU_SOLVE_LAYOUT = ("CPU's lu_solve resizes its out row-major or column-major depending on left/adjoint; tpu "
                     "always resizes LAPACK results column-major")
-_BATCH_NORM_STATS = ("CPU's batch norm in eval mode leaves a wrongly sized save_mean/save_invstd out as it was; "
-                     "tpu resizes it to the empty statistics it returns")
+_BATCH_NORM_STATS = ("where batch norm returns empty saved statistics, CPU leaves a wrongly sized save_mean out "
+                     "with its old shape; tpu resizes it to the empty (0,) statistics")
 _EMPTY_STRIDES = ("a result with no elements: CPU's nonzero gives the empty out strides (1, 0), tpu the contiguous "
                   "(1, 1); no element is addressed either way")
 
