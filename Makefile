@@ -20,7 +20,7 @@ export CGO_CFLAGS := -I$(ROOT)/$(BUILD)/include -O2
 export TORCHTPU_PLUGIN_PATH := $(PLUGIN_DIR)/xla_cpu_pjrt.so
 export PYTHONPATH := $(ROOT)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: build run test test-go test-py test-models env clean bench bench-peers bench-floors conformance
+.PHONY: build run test test-go test-py test-models env clean bench bench-peers bench-floors conformance test-conformance
 # The shim's translation units compile in parallel, one per core.
 build:
 	@$(MAKE) --no-print-directory -j$(shell nproc) $(LIB)
@@ -89,3 +89,14 @@ clean:
 # CONFORMANCE_ARGS passes options through, e.g. CONFORMANCE_ARGS="--ops 'nn.functional.*' --limit-samples 2".
 conformance: build
 	$(PY) -m tests.conformance.run $(CONFORMANCE_ARGS)
+
+# Every case sweep (tests/conformance/test_sweep_*.py: error inputs, out=, ...) in full, a pass-rate table of
+# them from build/conformance/sweeps/, then the OpInfo sweep above; fails when a sweep does not match its
+# expected-failure list.
+SWEEP_REPORT := $(BUILD)/conformance/sweeps
+test-conformance: build
+	rm -rf $(SWEEP_REPORT) && mkdir -p $(SWEEP_REPORT)
+	TORCHTPU_CONFORMANCE=full TORCHTPU_CONFORMANCE_REPORT=$(ROOT)/$(SWEEP_REPORT) \
+	  $(PY) -m pytest -q tests/conformance/test_sweep_*.py; status=$$?; \
+	  $(PY) -m tests.conformance.sweep_report $(SWEEP_REPORT); \
+	  $(MAKE) --no-print-directory conformance && exit $$status

@@ -152,6 +152,9 @@ func ttpu_op(op *C.char, args *C.ttpu_arg, nargs C.int32_t, device C.int32_t, la
 		dst := unsafe.Slice(outs, int(maxouts))
 		for i, s := range resize.Sizes {
 			fillOut(&dst[i], 0, 0, 0, s)
+			if i < len(resize.Modes) {
+				dst[i].dtype = C.int32_t(resize.Modes[i])
+			}
 		}
 		*nouts = C.int32_t(len(resize.Sizes))
 		return C.TTPU_NEEDS_RESIZE

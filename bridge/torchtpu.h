@@ -24,10 +24,14 @@ typedef int32_t ttpu_status;
 #define TTPU_OK 0
 #define TTPU_ERROR 1        /* err holds the message */
 #define TTPU_NO_RULE 2      /* ttpu_op: the op has no rule; run it on CPU */
-#define TTPU_NEEDS_RESIZE 3 /* ttpu_op: out= arguments must be resized to outs[] first */
+#define TTPU_NEEDS_RESIZE 3 /* ttpu_op: out= arguments must be resized to outs[] first (dtype: TTPU_RESIZE_*) */
 #define TTPU_OOM 4          /* the device memory limit would be exceeded; err holds the message */
 #define TTPU_NOT_CAPTURED 5 /* ttpu_capture_end: no program (err says why); the graph's work ran as usual */
 #define TTPU_MISMATCH 6     /* ttpu_program_run: the inputs differ from the captured ones (err says how) */
+/* How TTPU_NEEDS_RESIZE asks an out= argument to be resized (its ttpu_out's dtype field). */
+#define TTPU_RESIZE_WARN 0         /* as at::native::resize_output: contiguous, with PyTorch's warning */
+#define TTPU_RESIZE_QUIET 1        /* as Tensor::resize_: contiguous, no warning */
+#define TTPU_RESIZE_COLUMN_MAJOR 2 /* resize_output, then batched column-major strides (LAPACK results) */
 /* As TTPU_ERROR, for errors PyTorch raises as another Python exception class than RuntimeError. */
 #define TTPU_INDEX_ERROR 7
 #define TTPU_VALUE_ERROR 8

@@ -196,6 +196,29 @@ void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stac
   }
 }
 
+// resize_out resizes out= argument t to o's sizes in the way o's dtype field names (TTPU_RESIZE_*).
+static void resize_out(const at::Tensor& t, const ttpu_out& o) {
+  c10::IntArrayRef sizes(o.sizes, o.ndim);
+  if (o.dtype == TTPU_RESIZE_QUIET) {
+    t.resize_(sizes);
+    return;
+  }
+  const bool resized = at::native::resize_output(t, sizes);
+  if (resized && o.dtype == TTPU_RESIZE_COLUMN_MAJOR && o.ndim >= 2) {
+    // Batches of column-major matrices, as LAPACK writes them.
+    std::vector<int64_t> strides(o.ndim);
+    const int64_t m = o.sizes[o.ndim - 2], n = o.sizes[o.ndim - 1];
+    strides[o.ndim - 2] = 1;
+    strides[o.ndim - 1] = std::max<int64_t>(m, 1);
+    int64_t step = std::max<int64_t>(m * n, 1);
+    for (int i = o.ndim - 3; i >= 0; --i) {
+      strides[i] = step;
+      step *= std::max<int64_t>(o.sizes[i], 1);
+    }
+    t.as_strided_(sizes, strides);
+  }
+}
+
 bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::jit::Stack* stack,
             const LayoutSource* layout, bool seeded) {
   const size_t nargs = schema.arguments().size();
@@ -217,19 +240,21 @@ bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::j
       break;
     }
     TORCH_CHECK(st == TTPU_NEEDS_RESIZE && attempt == 0, "torchtpu: ", name, " returned unexpected status ", st);
-    // Resize each mutated tensor argument, in argument order, to the sizes Go asks for.
-    size_t k = 0;
+    // Resize the trailing mutated tensor arguments (the out= ones; batch norm's running stats come
+    // before them), in argument order, to the sizes Go asks for, as each asks.
     const size_t first = stack->size() - nargs;
+    std::vector<size_t> mutated;
     for (size_t i = 0; i < nargs; ++i) {
       const auto* ai = schema.arguments()[i].alias_info();
-      const auto& v = (*stack)[first + i];
-      if (ai == nullptr || !ai->isWrite() || !v.isTensor()) {
-        continue;
+      if (ai != nullptr && ai->isWrite() && (*stack)[first + i].isTensor()) {
+        mutated.push_back(i);
       }
-      TORCH_CHECK(k < outs.size(), "torchtpu: ", name, " asked to resize ", outs.size(),
-                  " arguments but has more mutated ones");
-      at::native::resize_output(v.toTensor(), c10::IntArrayRef(outs[k].sizes, outs[k].ndim));
-      ++k;
+    }
+    TORCH_CHECK(outs.size() <= mutated.size(), "torchtpu: ", name, " asked to resize ", outs.size(),
+                " arguments but has ", mutated.size(), " mutated ones");
+    const size_t skip = mutated.size() - outs.size();
+    for (size_t k = 0; k < outs.size(); ++k) {
+      resize_out((*stack)[first + mutated[skip + k]].toTensor(), outs[k]);
     }
   }
 

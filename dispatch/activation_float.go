@@ -3,7 +3,11 @@
 
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"math"
+
+	"torchtpu/hlo"
+)
 
 // floatAct builds a float-only activation rule computed in at least float32;
 // f gets a helper num that turns a number into a runtime scalar of x's shape.
@@ -58,6 +62,24 @@ func softshrinkRule(c *Ctx, b *hlo.Builder, x *hlo.Value, num func(float64) *hlo
 	l := num(c.Float(1, 0.5))
 	r := b.Select(b.Compare(hlo.GT, x, l), b.Sub(x, l), b.Select(b.Compare(hlo.LT, x, b.Neg(l)), b.Add(x, l), splat(b, x, 0)))
 	return b.Select(b.Compare(hlo.NE, x, x), x, r)
+}
+
+// softshrink is softshrink(self, lambd): CPU's kernel checks the dtype, then
+// that lambda lies in [0, the dtype's largest value].
+func softshrink(c *Ctx) ([]*hlo.Value, error) {
+	d := c.Meta(0).DType
+	if !d.IsFloat() {
+		return nil, notImplemented("softshrink_check", d)
+	}
+	l := c.Float(1, 0.5)
+	hi := math.MaxFloat64
+	if _, h, ok := scalarLimits(d); ok {
+		hi = h
+	}
+	if l < 0 || l > hi {
+		return nil, Errorf("lambda must be in range [0, %.6g] for input dtype %s, but found %.6g", hi, scalarTypeName(d), l)
+	}
+	return floatAct("softshrink_cpu", softshrinkRule)(c)
 }
 
 // hardshrinkRule is 0 on [-l, l] and x elsewhere.
@@ -143,7 +165,7 @@ func init() {
 	def("aten::mish", floatAct("mish_cpu", mishRule))
 	def("aten::hardswish", floatAct("hardswish_cpu", hardswishRule))
 	def("aten::hardsigmoid", floatAct("hardsigmoid_cpu", hardsigmoidRule))
-	def("aten::softshrink", floatAct("softshrink_cpu", softshrinkRule))
+	def("aten::softshrink", softshrink)
 	def("aten::hardshrink", floatAct("hardshrink_cpu", hardshrinkRule))
 	def("aten::threshold", thresholdRule)
 	def("aten::_prelu_kernel", preluKernel)

@@ -28,6 +28,11 @@ func adaptiveArgs(name string, in TensorMeta, n int, out []int64) (lead, sp []in
 				name, shapeString(in.Sizes), i)
 		}
 	}
+	if i := slices.IndexFunc(out, func(o int64) bool { return o < 0 }); i >= 0 && strings.Contains(name, "max") {
+		// CPU's max kernels get as far as allocating the result.
+		return nil, nil, Errorf("Trying to create tensor with negative dimension %d: %s", out[i],
+			shapeString(append(slices.Clone(in.Sizes[:in.Rank()-n]), out...)))
+	}
 	if slices.Min(out) < 0 {
 		parts := make([]string, n)
 		for i, o := range out {

@@ -19,7 +19,7 @@ func complexParts(c *Ctx) (DType, error) {
 	a, b := c.Meta(0).DType, c.Meta(1).DType
 	ok := func(d DType) bool { return d == Float32 || d == Float64 || d == Float16 }
 	if !ok(a) || !ok(b) {
-		return 0, Errorf("Expected both inputs to be Half, Float or Double tensors but got %s and %s",
+		return 0, NotImplementedErrorf("Expected both inputs to be Half, Float or Double tensors but got %s and %s",
 			scalarTypeName(a), scalarTypeName(b))
 	}
 	if a != b {

@@ -84,24 +84,25 @@ func (c *Ctx) convArgs(first int, in, w TensorMeta) (convParams, error) {
 	if p.groups <= 0 {
 		return p, Errorf("non-positive groups is not supported")
 	}
+	// The weight's groups come first, as in ATen's check_shape_forward.
+	if w.Sizes[0] < p.groups {
+		return p, Errorf("Given groups=%d, expected weight to be at least %d at dimension 0, but got weight of size %s instead",
+			p.groups, p.groups, shapeString(w.Sizes))
+	}
+	if w.Sizes[0]%p.groups != 0 {
+		return p, Errorf("Given groups=%d, expected weight to be divisible by %d at dimension 0, but got weight of size %s instead",
+			p.groups, p.groups, shapeString(w.Sizes))
+	}
 	if p.transposed {
 		if in.Sizes[1] != w.Sizes[0] {
 			return p, Errorf("Given transposed=1, weight of size %s, expected input%s to have %d channels, but got %d channels instead",
 				shapeString(w.Sizes), shapeString(in.Sizes), w.Sizes[0], in.Sizes[1])
-		}
-		if w.Sizes[0]%p.groups != 0 {
-			return p, Errorf("Given groups=%d, expected weight to be divisible by %d at dimension 0, but got weight of size %s instead",
-				p.groups, p.groups, shapeString(w.Sizes))
 		}
 		return p, nil
 	}
 	if in.Sizes[1] != w.Sizes[1]*p.groups {
 		return p, Errorf("Given groups=%d, weight of size %s, expected input%s to have %d channels, but got %d channels instead",
 			p.groups, shapeString(w.Sizes), shapeString(in.Sizes), w.Sizes[1]*p.groups, in.Sizes[1])
-	}
-	if w.Sizes[0]%p.groups != 0 {
-		return p, Errorf("Given groups=%d, expected weight to be divisible by %d at dimension 0, but got weight of size %s instead",
-			p.groups, p.groups, shapeString(w.Sizes))
 	}
 	for i := 0; i < n; i++ {
 		padded := in.Sizes[i+2] + 2*p.pad[i]

@@ -43,6 +43,12 @@ func TypeErrorf(format string, args ...any) error {
 	return &KindedError{TypeErr, fmt.Sprintf(format, args...)}
 }
 
+// NotImplementedErrorf builds an error that raises NotImplementedError, as
+// CPU's TORCH_CHECK_NOT_IMPLEMENTED does.
+func NotImplementedErrorf(format string, args ...any) error {
+	return &KindedError{NotImplementedErr, fmt.Sprintf(format, args...)}
+}
+
 // KindOf returns the exception class err raises: RuntimeErr unless err wraps a KindedError.
 func KindOf(err error) ErrorKind {
 	var k *KindedError

@@ -9,6 +9,9 @@ import (
 // fillScalar is fill.Scalar(self, value): self's shape and dtype filled with value.
 func fillScalar(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
+	if err := checkScalarFits(c.Args[1], m.DType); err != nil {
+		return nil, err
+	}
 	v := c.Value(1, m.DType)
 	if c.IsTensor(1) && c.Meta(1).Rank() != 0 {
 		return nil, Errorf("fill_ only supports 0-dimension value tensor but got tensor with %d dimensions", c.Meta(1).Rank())
@@ -80,8 +83,11 @@ func eyeOut(square bool) Fn {
 		if !square {
 			m, outArg = c.Int(1, 0), 2
 		}
-		if n < 0 || m < 0 {
-			return nil, Errorf("n must be greater or equal to 0, got %d", min(n, m))
+		if n < 0 {
+			return nil, Errorf("n must be greater or equal to 0, got %d", n)
+		}
+		if m < 0 {
+			return nil, Errorf("m must be greater or equal to 0, got %d", m)
 		}
 		d := c.Meta(outArg).DType
 		b := c.B

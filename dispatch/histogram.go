@@ -141,7 +141,7 @@ func (c *Ctx) histInput(dd bool, wi int) (*hlo.Value, *hlo.Value, int64, int64, 
 // argument 1 and the range of argument 2.
 func (c *Ctx) binCountEdges(x *hlo.Value, m, d int64, bins []int64) ([]*hlo.Value, error) {
 	if int64(len(bins)) != d {
-		return nil, Errorf("histogramdd(): The size of bins must be equal to the innermost dimension of the input.")
+		return nil, Errorf("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
 	}
 	los, his, err := c.outerEdges(x, m, d, 2)
 	if err != nil {
@@ -213,7 +213,7 @@ func histogramddFromBinTensors(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	if int64(len(c.Args[1].Tensors)) != d {
-		return nil, Errorf("histogramdd(): The size of bins must be equal to the innermost dimension of the input.")
+		return nil, Errorf("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
 	}
 	for _, t := range c.Args[1].Tensors {
 		if t.Rank() != 1 || t.Numel() < 1 {

@@ -403,7 +403,8 @@ func init() {
 	r.Needs = hostIndices
 	alias("aten::_index_put_impl_", r, Inplace)
 	def("aten::nonzero", nonzero).Needs = Needs{HostArgs: []int{0}, Results: true, Uploads: true}
-	def("aten::masked_select", maskedSelect).Needs = Needs{HostArgs: []int{1}, Uploads: true}
+	ms := def("aten::masked_select", maskedSelect)
+	ms.Needs, ms.OutNoOverlap = Needs{HostArgs: []int{1}, Uploads: true}, true
 	def("aten::repeat_interleave.Tensor", repeatInterleave, "aten::repeat_interleave.Tensor_out").Needs = Needs{HostArgs: []int{0}, Uploads: true}
 	def("aten::masked_scatter", maskedScatter).Needs = Needs{HostArgs: []int{1}, Uploads: true}
 }

@@ -16,12 +16,13 @@ func linalgCross(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	dim, err := wrapDim(c.Int(2, -1), len(shape))
+	given := c.Int(2, -1)
+	dim, err := wrapDim(given, len(shape))
 	if err != nil {
 		return nil, err
 	}
 	if m.Sizes[dim] != 3 || om.Sizes[dim] != 3 {
-		return nil, Errorf("linalg.cross: inputs dimension %d must have length 3. Got %d and %d", dim, m.Sizes[dim], om.Sizes[dim])
+		return nil, Errorf("linalg.cross: inputs dimension %d must have length 3. Got %d and %d", given, m.Sizes[dim], om.Sizes[dim])
 	}
 	b := c.B
 	x, y := b.BroadcastTo(c.T(0), shape), b.BroadcastTo(c.T(1), shape)

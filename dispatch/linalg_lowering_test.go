@@ -12,7 +12,7 @@ var linalgLowerings = family("linalg", []lowering{
 	{"aten::linalg_inv_ex", "f32[2,3,3] false", "2x3x3xf32, 2xi32", ``},
 	{"aten::linalg_qr", "f32[4,3] 'reduced'", "4x3xf32, 3x3xf32", ``},
 	{"aten::linalg_cross", "f32[2,3] f32[2,3] -1", "2x3xf32", `CHECK: stablehlo.slice"`},
-	{"aten::linalg_cross", "f32[2,4] f32[2,4] -1", "error: linalg.cross: inputs dimension 1 must have length 3. Got 4 and 4", ""},
+	{"aten::linalg_cross", "f32[2,4] f32[2,4] -1", "error: linalg.cross: inputs dimension -1 must have length 3. Got 4 and 4", ""},
 	{"aten::linalg_solve_triangular", "f32[3,3] f32[3,2] true true false", "3x2xf32", `CHECK: stablehlo.triangular_solve"`},
 	{"aten::triangular_solve", "f32[3,2] f32[3,3] true false false", "3x2xf32, 3x3xf32", `CHECK: stablehlo.triangular_solve"`},
 	{"aten::_linalg_det", "f32[3,3]", "f32, 3x3xf32, 3xi32", ``},

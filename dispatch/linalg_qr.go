@@ -171,8 +171,8 @@ func ormqr(c *Ctx) ([]*hlo.Value, error) {
 		return nil, Errorf("%s: other.shape[%d] must be equal to input.shape[-2]", fn, -od)
 	}
 	k := tm.Sizes[tm.Rank()-1]
-	if tm.Rank() != m.Rank()-1 || k > min(mn, m.Sizes[m.Rank()-1]) {
-		return nil, Errorf("%s: tau.shape[-1] must be less than or equal to input.shape[-1]", fn)
+	if tm.Rank() != m.Rank()-1 || k != min(mn, m.Sizes[m.Rank()-1]) {
+		return nil, Errorf("%s: tau.shape[-1] must be equal to min(other.shape[%d], input.shape[-1])", fn, -od)
 	}
 	batch := m.Sizes[:m.Rank()-2]
 	if !slices.Equal(tm.Sizes[:tm.Rank()-1], batch) {

@@ -55,6 +55,9 @@ func (l pointLoss) forward(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	if l.name == "huber_loss" && c.Float(pi, l.param) <= 0 {
+		return nil, Errorf("huber_loss does not support non-positive values for delta.")
+	}
 	b := c.B
 	acc := accumElem(d)
 	x, t := b.Convert(vs[0], acc), b.Convert(vs[1], acc)

@@ -9,6 +9,9 @@ func marginFrames(m TensorMeta) (int64, int64, error) {
 	case 0:
 		return 1, 1, nil
 	case 1:
+		if m.Sizes[0] == 0 {
+			return 0, 0, Errorf("Expected non-empty vector or matrix with optional 0-dim batch size, but got: %s", shapeString(m.Sizes))
+		}
 		return 1, m.Sizes[0], nil
 	case 2:
 		if m.Sizes[1] == 0 {
@@ -41,8 +44,8 @@ func (c *Ctx) multiMarginArgs(x, t, p, margin, weight int) (*multiMargin, error)
 	if !m.DType.IsFloat() {
 		return nil, Errorf("\"multi_margin_loss_cpu_kernel\" not implemented for '%s'", scalarTypeName(m.DType))
 	}
-	if tm.Numel() != f || tm.Rank() > 1 {
-		return nil, Errorf("inconsistent target size, expected %d but got %s", f, shapeString(tm.Sizes))
+	if err := multiMarginShapeCheck(m, tm, c, weight); err != nil {
+		return nil, err
 	}
 	pv := c.Float(p, 1)
 	if pv != 1 && pv != 2 {
@@ -61,15 +64,30 @@ func (c *Ctx) multiMarginArgs(x, t, p, margin, weight int) (*multiMargin, error)
 	mm.z = b.Select(mm.onehot, zero, z)
 	wy := full(b, d, []int64{f}, 1)
 	if c.Has(weight) {
-		wm := c.Meta(weight)
-		if wm.Numel() != k {
-			return nil, Errorf("inconsistent weight size, expected %d but got %s", k, shapeString(wm.Sizes))
-		}
 		w := b.BroadcastInDim(b.Reshape(b.Convert(c.T(weight), e), k), fc, []int64{1})
 		wy = b.Reduce(b.Select(mm.onehot, w, zero), b.Scalar(e, 0), hlo.ReduceSum, 1)
 	}
 	mm.scale = b.Div(b.BroadcastInDim(wy, fc, []int64{0}), full(b, d, fc, float64(k)))
 	return mm, nil
+}
+
+// multiMarginShapeCheck checks multi_margin_loss's input, target and weight
+// (argument weight) shapes, in the order of ATen's multi_margin_loss_shape_check.
+func multiMarginShapeCheck(m, tm TensorMeta, c *Ctx, weight int) error {
+	f, k, err := marginFrames(m)
+	if err != nil {
+		return err
+	}
+	if tm.Numel() != f || tm.Rank() > 1 {
+		return Errorf("multi_margin_loss: target tensor should be 1-D with size equal to the number of input samples "+
+			"(batch size). Expected target size [%d], but got %s. Input has shape %s.", f, shapeString(tm.Sizes), shapeString(m.Sizes))
+	}
+	if c.Has(weight) {
+		if wm := c.Meta(weight); wm.Rank() > 1 || wm.Numel() != k {
+			return Errorf("inconsistent weight size, expected %d but got %s", k, shapeString(wm.Sizes))
+		}
+	}
+	return nil
 }
 
 // checkMarginTargets reads the targets (argument t) on the host, before any
@@ -100,6 +118,9 @@ func (c *Ctx) checkMarginTargets(x, t int) error {
 func multiMarginLoss(c *Ctx) ([]*hlo.Value, error) {
 	red, err := reductionArg(c, 5)
 	if err != nil {
+		return nil, err
+	}
+	if err := multiMarginShapeCheck(c.Meta(0), c.Meta(1), c, 4); err != nil {
 		return nil, err
 	}
 	if err := c.checkMarginTargets(0, 1); err != nil {

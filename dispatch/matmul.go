@@ -30,6 +30,10 @@ func cppName(d DType) string {
 		return "double"
 	case Bool:
 		return "bool"
+	case Complex64:
+		return "c10::complex<float>"
+	case Complex128:
+		return "c10::complex<double>"
 	}
 	return d.String()
 }

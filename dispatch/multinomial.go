@@ -105,6 +105,11 @@ func multinomialRule(c *Ctx) ([]*hlo.Value, error) {
 	if !m.DType.IsFloat() {
 		return nil, Errorf("multinomial only supports floating-point dtypes for input, got: %s", scalarTypeName(m.DType))
 	}
+	if c.Op == "aten::multinomial.out" {
+		if od := c.Args[len(c.Args)-1].Tensors[0].DType; od != Int64 {
+			return nil, Errorf("multinomial expects Long tensor out, got: %s", scalarTypeName(od))
+		}
+	}
 	if n <= 0 {
 		return nil, Errorf("cannot sample n_sample <= 0 samples")
 	}

@@ -113,7 +113,16 @@ func (c *Ctx) poolArgs(in TensorMeta, n, kernel, dil, ceil int) (poolWindow, err
 	if r != n+1 && r != n+2 {
 		return q, Errorf("non-empty %dD or %dD (batch mode) tensor expected for input", n+1, n+2)
 	}
-	for _, s := range in.Sizes[r-n-1:] {
+	for i := 0; i < n; i++ {
+		if err := poolOutputCheck(q.k[i], q.s[i], q.p[i], q.d[i]); err != nil {
+			return q, err
+		}
+	}
+	for i, s := range in.Sizes[r-n-1:] {
+		if s == 0 && dil >= 0 && n == 3 {
+			return q, Errorf("max_pool3d_with_indices_out_cpu_template(): Expected input to have non-zero size for "+
+				"non-batch dimensions, but input has sizes %s with dimension %d being empty", shapeString(in.Sizes), r-n-1+i)
+		}
 		if s == 0 {
 			return q, Errorf("Expected %dD or %dD (batch mode) tensor with optional 0 dim batch size for input, but got: %s",
 				n+1, n+2, shapeString(in.Sizes))
@@ -154,6 +163,22 @@ func joinSizes(ch int64, sp []int64) string {
 		parts = append(parts, fmt.Sprint(s))
 	}
 	return strings.Join(parts, "x")
+}
+
+// poolOutputCheck makes the checks ATen's pooling_output_shape makes on one
+// spatial dimension before any other shape check: a nonzero stride, and a
+// padding between zero and half the dilated kernel.
+func poolOutputCheck(k, s, p, d int64) error {
+	if s == 0 {
+		return Errorf("stride should not be zero")
+	}
+	if p < 0 {
+		return Errorf("pad must be non-negative, but got pad: %d", p)
+	}
+	if p > ((k-1)*d+1)/2 {
+		return Errorf("pad should be at most half of effective kernel size, but got pad=%d, kernel_size=%d and dilation=%d", p, k, d)
+	}
+	return nil
 }
 
 // poolDTypeCheck accepts the dtypes CPU pools: floats, int64 for the
@@ -380,6 +405,12 @@ func maxUnpool(spatial int) Fn {
 			if s == 0 {
 				return nil, Errorf("max_unpooling%dd(): Expected input to have non-zero size for non-batch dimensions, but got %s",
 					spatial, shapeString(in.Sizes))
+			}
+		}
+		if spatial == 3 && c.Has(3) {
+			// max_unpool3d's stride and padding shape nothing here, but CPU checks the stride.
+			if st := c.Ints(3, nil); slices.ContainsFunc(st, func(s int64) bool { return s <= 0 }) {
+				return nil, Errorf("strides should be greater than zero, but got stride: %s", shapeString(st))
 			}
 		}
 		planes := numel(in.Sizes[:r-spatial])

@@ -97,6 +97,10 @@ type Rule struct {
 	// from the device's default generator after the schema's arguments, so
 	// torch.manual_seed reaches them too.
 	TrailingSeed bool
+	// OutNoOverlap marks out= ops whose CPU kernel refuses an out that shares
+	// any memory with an input (gather, cat, ...), as ATen's assert_no_overlap;
+	// other out= ops only refuse an out with internally overlapping elements.
+	OutNoOverlap bool
 }
 
 // Needs declares what a rule needs besides its arguments' device values. The

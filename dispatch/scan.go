@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"math"
+	"strings"
 
 	"torchtpu/hlo"
 )
@@ -30,6 +31,10 @@ func cumRule(mul bool) Fn {
 		d, err := c.sumDType(m.DType, 2)
 		if err != nil {
 			return nil, err
+		}
+		if strings.HasSuffix(c.Op, ".out") && !c.Has(2) {
+			// CPU's out= kernel scans in the out tensor's dtype.
+			d = c.Args[len(c.Args)-1].Tensors[0].DType
 		}
 		dim, ok, err := c.scanDim(1, m.Rank())
 		if err != nil {

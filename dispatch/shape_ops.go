@@ -161,7 +161,13 @@ func checkGatherIndex(op string, m, im TensorMeta, dim int64, src *TensorMeta) e
 		return Errorf("%s(): Expected dtype int64 for index", op)
 	}
 	if im.Rank() != m.Rank() && !(im.Rank() <= 1 && m.Rank() <= 1) {
-		return Errorf("Index tensor must have the same number of dimensions as input tensor")
+		if op == "gather" {
+			return Errorf("Index tensor must have the same number of dimensions as input tensor")
+		}
+		return Errorf("Index tensor must have the same number of dimensions as self tensor")
+	}
+	if src != nil && im.Numel() > 0 && src.Rank() != im.Rank() && !(im.Rank() <= 1 && src.Rank() <= 1) {
+		return Errorf("Index tensor must have the same number of dimensions as src tensor")
 	}
 	for k := 0; k < im.Rank() && k < m.Rank(); k++ {
 		if int64(k) == dim {
@@ -325,6 +331,9 @@ func rollRule(c *Ctx) ([]*hlo.Value, error) {
 		return []*hlo.Value{b.Reshape(rollDim(b, flat, 0, shifts[0]), m.Sizes...)}, nil
 	}
 	for k, d := range dims {
+		if m.Rank() == 0 {
+			return nil, IndexErrorf("Dimension specified as %d but tensor has no dimensions", d)
+		}
 		w, err := wrapDim(d, m.Rank())
 		if err != nil {
 			return nil, err
@@ -420,6 +429,14 @@ func maskedFill(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkScalarFits(c.Args[2], m.DType); err != nil {
+		return nil, err
+	}
+	if c.IsTensor(2) && c.Meta(2).DType.IsComplex() && !m.DType.IsComplex() {
+		// CPU converts the value's item, which fails for a complex number unless its imaginary
+		// part is zero; the value stays on the device here, so any complex value is refused.
+		return nil, Errorf("value cannot be converted to type %s without overflow", scalarTypeCName(m.DType))
+	}
 	b := c.B
 	x := b.BroadcastTo(c.T(0), shape)
 	p := b.BroadcastTo(c.T(1), shape)
@@ -452,9 +469,12 @@ func channelShuffle(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::cat", catRule)
-	def("aten::index_select", indexSelect).Needs = hostArgs(2)
-	def("aten::gather", gatherRule).Needs = hostArgs(2)
+	// Their CPU kernels refuse an out that shares memory with an input.
+	def("aten::cat", catRule).OutNoOverlap = true
+	is := def("aten::index_select", indexSelect)
+	is.Needs, is.OutNoOverlap = hostArgs(2), true
+	ga := def("aten::gather", gatherRule)
+	ga.Needs, ga.OutNoOverlap = hostArgs(2), true
 	def("aten::scatter.src", scatterRule("scatter", false), "aten::scatter.src_out").Needs = hostArgs(2)
 	def("aten::scatter.value", scatterRule("scatter", false), "aten::scatter.value_out").Needs = hostArgs(2)
 	def("aten::scatter_add", scatterRule("scatter_add", true)).Needs = hostArgs(2)

@@ -234,7 +234,7 @@ func init() {
 	def("aten::sort", sortRule(1), "aten::sort.values")
 	def("aten::sort.stable", sortRule(2), "aten::sort.values_stable")
 	def("aten::topk", topk, "aten::topk.values")
-	def("aten::kthvalue", kthvalue, "aten::kthvalue.values")
+	def("aten::kthvalue", kthvalue, "aten::kthvalue.values").OutNoOverlap = true
 	def("aten::median", medianAll(false))
 	def("aten::nanmedian", medianAll(true))
 	def("aten::median.dim", medianDim("median", false), "aten::median.dim_values")

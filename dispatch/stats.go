@@ -54,6 +54,9 @@ func aminmax(c *Ctx) ([]*hlo.Value, error) {
 		}
 		all = false
 	}
+	if all && m.Numel() == 0 {
+		return nil, Errorf("aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.")
+	}
 	if err := checkNonEmpty("aminmax", m, dims, all); err != nil {
 		return nil, err
 	}

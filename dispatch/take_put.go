@@ -78,6 +78,7 @@ func putRule(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::take", takeRule).Needs = hostArgs(1)
+	tk := def("aten::take", takeRule)
+	tk.Needs, tk.OutNoOverlap = hostArgs(1), true
 	def("aten::put", putRule).Needs = hostArgs(1)
 }

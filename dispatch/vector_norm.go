@@ -110,11 +110,14 @@ func renorm(c *Ctx) ([]*hlo.Value, error) {
 		return nil, Errorf("renorm: Expected a floating point or complex tensor as input. Got %s", m.DType)
 	}
 	p := c.Float(1, 2)
-	if p < 0 {
+	if p <= 0 {
 		return nil, Errorf("renorm: non-positive-norm not supported")
 	}
 	if c.Float(3, 0) < 0 {
 		return nil, Errorf("renorm: expected maxnorm to be >= 0 but got %g", c.Float(3, 0))
+	}
+	if m.Rank() < 2 {
+		return nil, Errorf("renorm: input needs at least 2 dimensions, got %d dimensions", m.Rank())
 	}
 	dim, err := wrapDim(c.Int(2, 0), m.Rank())
 	if err != nil {

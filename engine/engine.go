@@ -84,7 +84,10 @@ type Engine struct {
 var ErrNoRule = errors.New("no rule")
 
 // ResizeError asks the caller to resize out= arguments and call again.
-type ResizeError struct{ Sizes [][]int64 }
+type ResizeError struct {
+	Sizes [][]int64
+	Modes []int // how to resize each (dispatch.OutResizeMode)
+}
 
 func (e *ResizeError) Error() string { return "out= arguments need resizing" }
 

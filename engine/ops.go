@@ -189,7 +189,7 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 			}
 		}
 	case dispatch.OutVariant:
-		if err := e.writeOuts(entry.Rule, args, results); err != nil {
+		if err := e.writeOuts(op, entry.Rule, args, results); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -204,12 +204,22 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 
 // writeOuts writes an out= op's results into its trailing out= arguments,
 // or asks the caller to resize them (ResizeError) when their shapes differ.
-func (e *Engine) writeOuts(r *dispatch.Rule, args []dispatch.Arg, results []*hlo.Value) error {
+func (e *Engine) writeOuts(op string, r *dispatch.Rule, args []dispatch.Arg, results []*hlo.Value) error {
 	k := len(results)
 	if len(args) < k {
 		return fmt.Errorf("expected %d out= arguments", k)
 	}
 	dsts := args[len(args)-k:]
+	anyCast := make([]bool, k)
+	for i, v := range results {
+		var err error
+		if anyCast[i], err = dispatch.CheckOutDType(op, dispatch.FromElem(v.T.Elem), dsts[i].Tensors[0].DType); err != nil {
+			return err
+		}
+	}
+	if err := checkOutOverlap(r, args[:len(args)-k], dsts, results); err != nil {
+		return err
+	}
 	var resize [][]int64
 	for i, r0 := range results {
 		d := dsts[i].Handles[0].(*TensorDesc)
@@ -224,11 +234,15 @@ func (e *Engine) writeOuts(r *dispatch.Rule, args []dispatch.Arg, results []*hlo
 	}
 	for i := range results {
 		if !slices.Equal(resize[i], dsts[i].Tensors[0].Sizes) {
-			return &ResizeError{Sizes: resize}
+			modes := make([]int, len(resize))
+			for j := range modes {
+				modes[j] = dispatch.OutResizeMode(op, j)
+			}
+			return &ResizeError{Sizes: resize, Modes: modes}
 		}
 	}
 	for i, v := range results {
-		if err := e.writeResult(dsts[i].Handles[0].(*TensorDesc), v, "out"); err != nil {
+		if err := e.writeResultAs(dsts[i].Handles[0].(*TensorDesc), v, "out", anyCast[i]); err != nil {
 			return err
 		}
 	}
@@ -283,12 +297,18 @@ func (e *Engine) recorded(op string) error {
 // writeResult writes result r into the mutated argument d, with PyTorch's
 // checks: the shapes agree and the result dtype casts to the argument's.
 func (e *Engine) writeResult(d *TensorDesc, r *hlo.Value, what string) error {
+	return e.writeResultAs(d, r, what, false)
+}
+
+// writeResultAs is writeResult, converting to any dtype of d when anyCast is
+// set (out= kernels that compute in their out's dtype).
+func (e *Engine) writeResultAs(d *TensorDesc, r *hlo.Value, what string, anyCast bool) error {
 	rd := dispatch.FromElem(r.T.Elem)
 	if !slices.Equal(d.Sizes, r.T.Shape) {
 		return fmt.Errorf("output with shape %v doesn't match the broadcast shape %v", d.Sizes, r.T.Shape)
 	}
-	if !dispatch.CanCast(rd, d.DType) {
-		return fmt.Errorf("result type %s can't be cast to the desired output type %s", rd, d.DType)
+	if !anyCast && !dispatch.CanCast(rd, d.DType) {
+		return dispatch.CastError(rd, d.DType)
 	}
 	if d.CPU {
 		return fmt.Errorf("cannot write the result into a CPU tensor (%s)", what)

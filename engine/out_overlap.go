@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"slices"
+	"sort"
+
+	"torchtpu/dispatch"
+	"torchtpu/hlo"
+)
+
+// PyTorch's messages for out= arguments whose memory overlaps (ATen's MemoryOverlap.cpp).
+const (
+	msgInternalOverlap = "unsupported operation: more than one element of the written-to tensor refers to a single " +
+		"memory location. Please clone() the tensor before performing the operation."
+	msgInputOverlap = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a " +
+		"single memory location. Please clone() the tensor before performing the operation."
+)
+
+// overlap is how the memory of two tensors relates, as ATen's MemoryOverlap classifies it.
+type overlap int
+
+const (
+	overlapNo overlap = iota
+	overlapFull
+	overlapPartial
+	overlapTooHard // a layout the check cannot reason about: treated as no overlap, as ATen does
+)
+
+// checkOutOverlap applies the memory checks PyTorch's CPU kernels make on out=
+// arguments before writing them: an out that keeps its shape may not have two
+// elements at one address (an expanded tensor), and for ops whose rule says
+// OutNoOverlap no out may (resized or not), nor share memory with any input,
+// even fully (a gather or a cat into one of its own inputs). dsts are the out=
+// arguments, inputs the other arguments.
+func checkOutOverlap(rule *dispatch.Rule, inputs, dsts []dispatch.Arg, results []*hlo.Value) error {
+	for i, d := range dsts {
+		dst := d.Handles[0].(*TensorDesc)
+		// Kernels that assert no overlap do so before resizing their out.
+		keeps := i < len(results) && slices.Equal(dst.Sizes, results[i].T.Shape)
+		if (keeps || rule.OutNoOverlap) && internalOverlap(dst) {
+			return dispatch.Errorf("%s", msgInternalOverlap)
+		}
+		if !rule.OutNoOverlap {
+			continue
+		}
+		for _, a := range inputs {
+			for k, h := range a.Handles {
+				src, ok := h.(*TensorDesc)
+				if !ok || src == nil || (a.Kind == dispatch.ArgTensorList && !a.Tensors[k].Defined) {
+					continue
+				}
+				if s := overlapOf(dst, src); s == overlapFull || s == overlapPartial {
+					return dispatch.Errorf("%s", msgInputOverlap)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// internalOverlap reports whether t certainly has two elements at one address:
+// a dimension of size above one with stride zero, as ATen's has_internal_overlap
+// decides it (other overlapping layouts are too hard and pass).
+func internalOverlap(t *TensorDesc) bool {
+	if t.CPU || denseNonOverlapping(t) {
+		return false
+	}
+	for i, s := range t.Strides {
+		if s == 0 && t.Sizes[i] > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// overlapOf classifies the memory of a against b as ATen's get_overlap_status does.
+func overlapOf(a, b *TensorDesc) overlap {
+	if a.CPU || b.CPU || a.Addr == 0 || b.Addr == 0 {
+		return overlapNo
+	}
+	if a.Addr == b.Addr && a.Offset == b.Offset && a.DType == b.DType && slices.Equal(a.Sizes, b.Sizes) &&
+		slices.Equal(a.Strides, b.Strides) {
+		return overlapFull // the same tensor, even when empty
+	}
+	if numel(a.Sizes) == 0 || numel(b.Sizes) == 0 {
+		return overlapNo
+	}
+	if !denseNonOverlapping(a) || !denseNonOverlapping(b) {
+		return overlapTooHard
+	}
+	if a.Addr != b.Addr {
+		return overlapNo
+	}
+	aSize, bSize := int64(a.DType.Size()), int64(b.DType.Size())
+	aBegin, bBegin := a.Offset*aSize, b.Offset*bSize
+	aEnd, bEnd := aBegin+numel(a.Sizes)*aSize, bBegin+numel(b.Sizes)*bSize
+	if aBegin == bBegin && aEnd == bEnd {
+		if slices.Equal(a.Strides, b.Strides) {
+			return overlapFull
+		}
+		return overlapPartial
+	}
+	if aBegin < bEnd && bBegin < aEnd {
+		return overlapPartial
+	}
+	return overlapNo
+}
+
+// denseNonOverlapping reports whether t's elements fill a block of memory
+// exactly once in some order of its dimensions (ATen's is_non_overlapping_and_dense).
+func denseNonOverlapping(t *TensorDesc) bool {
+	if len(t.Strides) != len(t.Sizes) {
+		return false
+	}
+	dims := make([]int, 0, len(t.Sizes))
+	for i, n := range t.Sizes {
+		if n != 1 {
+			dims = append(dims, i)
+		}
+	}
+	sort.SliceStable(dims, func(x, y int) bool { return t.Strides[dims[x]] < t.Strides[dims[y]] })
+	want := int64(1)
+	for _, i := range dims {
+		if t.Sizes[i] == 0 {
+			return true
+		}
+		if t.Strides[i] != want {
+			return false
+		}
+		want *= t.Sizes[i]
+	}
+	return true
+}

@@ -1,0 +1,74 @@
+"""Bad input raises on tpu the exception class CPU raises, with CPU's message first.
+
+Each case runs the same call on CPU and on tpu; the tpu message is CPU's followed by the op and its
+arguments. The cases are error inputs of PyTorch's OpInfo database that the error-input sweep's default
+sample (tests/conformance/test_sweep_errors.py) does not run.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+
+def raised(fn, device):
+    try:
+        fn(device)
+    except Exception as e:  # noqa: BLE001
+        return e
+    return None
+
+
+CASES = {
+    "max_pool3d negative pad": lambda d: F.max_pool3d(torch.zeros(1, 1, 4, 4, 4, device=d), 2, padding=-1),
+    "max_pool3d pad beyond the dilated kernel": lambda d: F.max_pool3d(
+        torch.zeros(1, 1, 5, 5, 5, device=d), 3, padding=(3, 1, 1), dilation=2),
+    "max_pool2d zero stride": lambda d: F.max_pool2d(torch.zeros(1, 1, 5, 5, device=d), 2, stride=0),
+    "max_pool3d empty plane": lambda d: F.max_pool3d(torch.zeros(2, 1, 0, 1, 2, device=d), 1),
+    "adaptive_max_pool2d negative size": lambda d: F.adaptive_max_pool2d(torch.zeros(1, 1, 1, 1, device=d), (-1, 0)),
+    "conv1d fewer filters than groups": lambda d: F.conv1d(
+        torch.zeros(2, 6, 5, device=d), torch.zeros(2, 2, 2, device=d), groups=3),
+    "histogramdd bins count": lambda d: torch.histogramdd(torch.zeros(5, 6, device=d), bins=[1, 1, 1, 1, 1]),
+    "multi_margin_loss empty input": lambda d: F.multi_margin_loss(
+        torch.zeros(0, device=d), torch.zeros(5, device=d).long()),
+    "multi_margin_loss target shape before target dtype": lambda d: F.multi_margin_loss(
+        torch.zeros(5, 4, device=d), torch.zeros(5, 4, device=d)),
+    "multi_margin_loss weight size": lambda d: F.multi_margin_loss(
+        torch.zeros(5, 4, device=d), torch.zeros(5, device=d).long(), weight=torch.ones(5, device=d)),
+    "multilabel_margin_loss empty input": lambda d: F.multilabel_margin_loss(
+        torch.zeros(0, device=d), torch.zeros(0, device=d).long()),
+    "softshrink negative lambda": lambda d: F.softshrink(torch.zeros(3, device=d), -0.5),
+    "softshrink lambda beyond half": lambda d: F.softshrink(torch.zeros(3, device=d, dtype=torch.half), 1e6),
+    "ormqr tau length": lambda d: torch.ormqr(
+        torch.zeros(5, 5, device=d), torch.zeros(3, device=d), torch.zeros(5, 5, device=d)),
+    "renorm on a scalar": lambda d: torch.renorm(torch.tensor(1.0, device=d), 2, 0, 1.0),
+    "max_unpool3d zero stride": lambda d: F.max_unpool3d(
+        torch.zeros(1, 1, 2, 2, 2, device=d), torch.zeros(1, 1, 2, 2, 2, device=d).long(), 2, stride=0),
+    "multinomial out dtype": lambda d: torch.multinomial(
+        torch.ones(1, 2, device=d, dtype=torch.float64), 2, out=torch.zeros(1, 2, device=d, dtype=torch.float64)),
+    "fill overflow": lambda d: torch.zeros(3, device=d).fill_(1e300),
+    "masked_fill overflow into uint8": lambda d: torch.zeros(3, device=d, dtype=torch.uint8).masked_fill(
+        torch.ones(3, device=d, dtype=torch.bool), 300),
+    "masked_fill complex into float": lambda d: torch.zeros(3, device=d).masked_fill(
+        torch.ones(3, device=d, dtype=torch.bool), 1j),
+    "eye negative m": lambda d: torch.eye(0, -3, out=torch.zeros(0, device=d)),
+    "roll of a scalar": lambda d: torch.roll(torch.tensor(1.0, device=d), 0, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_error_matches_cpu(name):
+    want = raised(CASES[name], "cpu")
+    assert want is not None, "CPU accepts this input; the case is stale"
+    got = raised(CASES[name], "tpu")
+    assert got is not None, f"tpu accepts what CPU rejects with {type(want).__name__}: {want}"
+    assert type(got) is type(want), f"tpu raised {type(got).__name__}: {got}; CPU {type(want).__name__}: {want}"
+    assert str(got).startswith(str(want).splitlines()[0]), f"tpu: {got}\nCPU: {want}"
+
+
+def test_fill_values_that_fit_still_work():
+    """Infinities, NaN and integers that wrap into uint8 are not overflows on CPU either."""
+    for dtype, v in [(torch.float32, float("inf")), (torch.float32, float("nan")), (torch.uint8, -1),
+                     (torch.int64, 2**62), (torch.bool, 2)]:
+        want = torch.zeros(3, dtype=dtype).fill_(v)
+        got = torch.zeros(3, dtype=dtype, device="tpu").fill_(v)
+        torch.testing.assert_close(got.cpu(), want, equal_nan=True)
