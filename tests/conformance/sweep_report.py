@@ -22,10 +22,25 @@ def load(folder):
                 doc = json.load(f)
         except (OSError, ValueError):
             continue
-        if isinstance(doc, dict) and {"cases", "passed", "failed"} <= set(doc):
+        if isinstance(doc, dict) and {"cases", "passed"} <= set(doc):
             doc.setdefault("sweep", os.path.splitext(os.path.basename(path))[0])
-            docs.append(doc)
+            docs.append(normalize(doc))
     return docs
+
+
+def normalize(doc):
+    """The report of the dtype and module sweeps (sweep.py: listed as {reason: [ids]}, unlisted as [ids],
+    excluded as a count) in the shape of the op_db sweeps' (op_sweep.py: failed.listed and failed.unlisted by
+    case, excluded by case)."""
+    if "failed" in doc:
+        return doc
+    details = doc.get("details", {})
+    listed = {cid: {"reason": reason} for reason, ids in doc.get("listed", {}).items() for cid in ids}
+    unlisted = {cid: {"status": "fail", "detail": details.get(cid, "")} for cid in doc.get("unlisted", [])}
+    excluded = doc.get("excluded", 0)
+    if isinstance(excluded, int):
+        excluded = {f"#{i}": None for i in range(excluded)}
+    return dict(doc, failed={"listed": listed, "unlisted": unlisted}, excluded=excluded)
 
 
 def table(docs):

@@ -2,6 +2,7 @@
 failure, and the sweep carries on with the op's other cases and the ops after it; failures are judged
 against an expected-failure list."""
 
+import json
 import os
 
 import pytest
@@ -43,3 +44,19 @@ def test_judge_against_the_list():
     assert (doc["cases"], doc["passed"]) == (3, 1)
     assert list(doc["failed"]["listed"]) == ["a/1"] and list(doc["failed"]["unlisted"]) == ["a/2"]
     assert doc["excluded"] == {"a/3": ""}
+
+
+def test_report_reads_both_report_shapes(tmp_path):
+    # The op_db sweeps report failures by case (op_sweep.py), the dtype and module sweeps by reason (sweep.py):
+    # the table counts both alike.
+    from . import sweep_report
+    (tmp_path / "dtypes.json").write_text(json.dumps(
+        {"sweep": "dtypes", "cases": 4, "passed": 2, "listed": {"ties": ["sort/a"]}, "unlisted": ["x/b"],
+         "excluded": 1, "details": {"x/b": "boom"}}))
+    (tmp_path / "errors.json").write_text(json.dumps(
+        {"sweep": "errors", "cases": 3, "passed": 2, "excluded": {},
+         "failed": {"listed": {"amax/1": {"reason": "dims"}}, "unlisted": {}}}))
+    text = sweep_report.table(sweep_report.load(str(tmp_path)))
+    assert "| dtypes | 4 | 2 | 50.0% | 1 | 1 | 1 |" in text
+    assert "| errors | 3 | 2 | 66.7% | 1 | 0 | 0 |" in text
+    assert "x/b: fail: boom" in text
