@@ -13,12 +13,13 @@ import (
 // few dozen; fused and compiled steps hold hundreds.
 const smallProgramOps = 64
 
-// fastCompileSpec are the XLA options small programs compile with: LLVM at
-// optimization level 1 instead of XLA's default, which cuts the compile time
-// of one-op programs while their kernels stay vectorized (level 0 does not,
-// and runs reductions several times slower). bench/results/compile_options.md
+// fastCompileSpec are the XLA options small programs compile with: XLA:CPU's
+// older IR emitters for fusions instead of its MLIR fusion emitters, whose
+// pipeline costs more to set up than a small program's kernels take to
+// optimize. Lowering LLVM's optimization level instead saved less and slowed
+// some kernels (softmax); level 0 stops vectorizing. bench/results/compile_options.md
 // holds the measurements.
-const fastCompileSpec = "xla_backend_optimization_level=1"
+const fastCompileSpec = "xla_cpu_use_fusion_emitters=false"
 
 // compileOptions returns the compile options for every program and those for
 // small programs: the defaults (portable ones with several devices), the

@@ -10,8 +10,8 @@ import (
 
 // overridesOf decodes the env_option_overrides (field 7) of serialized
 // CompileOptionsProto bytes into name -> integer value, a later entry for a
-// name replacing an earlier one as protobuf map parsing does. Only integer
-// values are decoded; other kinds read as -1.
+// name replacing an earlier one as protobuf map parsing does. Integer values
+// read as themselves and bools as 0 or 1; other kinds read as -1.
 func overridesOf(t *testing.T, opts []byte) map[string]int64 {
 	t.Helper()
 	varint := func(b []byte) (uint64, []byte) {
@@ -67,7 +67,7 @@ func overridesOf(t *testing.T, opts []byte) map[string]int64 {
 				name = string(g.b)
 			case 2:
 				for _, h := range fields(g.b) {
-					if h.num == 3 {
+					if h.num == 2 || h.num == 3 { // bool_field, int_field
 						val = int64(h.v)
 					}
 				}
@@ -102,7 +102,7 @@ func TestSmallProgramsCompileFast(t *testing.T) {
 	_, err := e.program(small, smallOut, nil)
 	require.NoError(t, err)
 	require.Equal(t, e.fastOptions, e.lastOptions, "a one-op program compiles with the small-program options")
-	require.Equal(t, map[string]int64{"xla_backend_optimization_level": 1}, overridesOf(t, e.lastOptions))
+	require.Equal(t, map[string]int64{"xla_cpu_use_fusion_emitters": 0}, overridesOf(t, e.lastOptions))
 
 	big, bigOut := chain(smallProgramOps + 1)
 	_, err = e.program(big, bigOut, nil)
@@ -129,17 +129,17 @@ func TestFastCompileOff(t *testing.T) {
 }
 
 func TestUserOptionsOverrideFastCompile(t *testing.T) {
-	t.Setenv("TORCHTPU_XLA_OPTIONS", "xla_backend_optimization_level=3,xla_cpu_prefer_vector_width=128")
+	t.Setenv("TORCHTPU_XLA_OPTIONS", "xla_cpu_use_fusion_emitters=true,xla_cpu_prefer_vector_width=128")
 	t.Setenv("TORCHTPU_FAST_COMPILE", "")
 	e := newTestEngine(t, ModeStrict)
 	b, out := chain(1)
 	_, err := e.program(b, out, nil)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int64{"xla_backend_optimization_level": 3, "xla_cpu_prefer_vector_width": 128},
+	require.Equal(t, map[string]int64{"xla_cpu_use_fusion_emitters": 1, "xla_cpu_prefer_vector_width": 128},
 		overridesOf(t, e.lastOptions), "the user's options apply over the small-program ones")
 	big, bigOut := chain(smallProgramOps + 1)
 	_, err = e.program(big, bigOut, nil)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int64{"xla_backend_optimization_level": 3, "xla_cpu_prefer_vector_width": 128},
+	require.Equal(t, map[string]int64{"xla_cpu_use_fusion_emitters": 1, "xla_cpu_prefer_vector_width": 128},
 		overridesOf(t, e.lastOptions))
 }
