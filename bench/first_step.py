@@ -9,7 +9,7 @@ from disk, and the steady step time, as a markdown table and JSON. Medians
 over --rounds process pairs.
 
 --variants compares environments in one run, the variants taking turns each
-round, e.g. --variants "fast:;off:TORCHTPU_FAST_COMPILE=0" (label:NAME=VALUE
+round (in reverse order every other round), e.g. --variants "fast:;off:TORCHTPU_FAST_COMPILE=0" (label:NAME=VALUE
 pairs separated by spaces); --cold-only skips the warm processes.
 
     python bench/first_step.py --mode fused --rounds 3
@@ -85,13 +85,14 @@ def parse_variants(spec):
 def compare(args, root):
     variants = parse_variants(args.variants)
     res = {label: {"cold": [], "warm": []} for label, _ in variants}
-    for _ in range(args.rounds):
-        for label, extra in variants:
+    for r in range(args.rounds):
+        # The order flips each round: a run's first process tends to be slower.
+        for label, extra in (variants if r % 2 == 0 else variants[::-1]):
             with tempfile.TemporaryDirectory() as cache:
                 res[label]["cold"].append(run(root, cache, args.mode, args.steps, args.model, extra))
                 if not args.cold_only:
                     res[label]["warm"].append(run(root, cache, args.mode, args.steps, args.model, extra))
-    print(f"{args.model}, {args.mode} mode, first step, median of {args.rounds} rounds (variants interleaved)")
+    print(f"{args.model}, {args.mode} mode, first step, median of {args.rounds} rounds (variants take turns, order flipped each round)")
     print("| variant | cache | first step (s) | all rounds (s) | programs compiled | compile s | steady step (ms) |")
     print("|---|---|---:|---|---:|---:|---:|")
     for label, _ in variants:
