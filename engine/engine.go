@@ -42,7 +42,7 @@ type Engine struct {
 	cache       *compile_cache.LRU
 	tiers       *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
 	options     []byte
-	fastOptions []byte // options for small programs (fastcompile.go), nil unless TORCHTPU_FAST_COMPILE=1
+	fastOptions []byte // options for small programs (fastcompile.go), nil when TORCHTPU_FAST_COMPILE=0
 	lastOptions []byte // the options of the latest compile
 	d           *deviceState            // the state of the device ops record for (devices.go)
 	sigBuf      []byte                  // scratch for opSignature

@@ -13,26 +13,24 @@ import (
 // few dozen; fused and compiled steps hold hundreds.
 const smallProgramOps = 64
 
-// fastCompileSpec are the XLA options small programs compile with under
-// TORCHTPU_FAST_COMPILE=1: XLA:CPU's older IR emitters for fusions instead of
-// its MLIR fusion emitters, the one option that compiled small programs
-// faster in isolation with kernels as fast. Lowering LLVM's optimization
+// fastCompileSpec are the XLA options small programs compile with: XLA:CPU's
+// older IR emitters for fusions instead of its MLIR fusion emitters, the one
+// option that compiled small programs faster with kernels as fast. Lowering LLVM's optimization
 // level saved less and slowed some kernels (softmax); level 0 stops
 // vectorizing. bench/results/compile_options.md holds the measurements.
 const fastCompileSpec = "xla_cpu_use_fusion_emitters=false"
 
 // compileOptions returns the compile options for every program and those for
 // small programs: the defaults (portable ones with several devices), the
-// small-program options on top when TORCHTPU_FAST_COMPILE is 1, and
+// small-program options on top unless TORCHTPU_FAST_COMPILE is 0, and
 // TORCHTPU_XLA_OPTIONS over both, so that a user's choice wins. fast is nil
-// when small programs get no options of their own, the default: in the
-// first training steps measured, the options saved no time end to end.
+// when small programs get no options of their own.
 func compileOptions(portable bool) (all, fast []byte, err error) {
 	user := os.Getenv("TORCHTPU_XLA_OPTIONS")
 	if all, err = pjrt.WithOverrides(pjrt.CompileOptions(portable), user); err != nil {
 		return nil, nil, fmt.Errorf("torchtpu: TORCHTPU_XLA_OPTIONS: %v", err)
 	}
-	if os.Getenv("TORCHTPU_FAST_COMPILE") != "1" {
+	if os.Getenv("TORCHTPU_FAST_COMPILE") == "0" {
 		return all, nil, nil
 	}
 	fast, err = pjrt.WithOverrides(pjrt.CompileOptions(portable), fastCompileSpec)
