@@ -42,8 +42,8 @@ type Engine struct {
 	cache       *compile_cache.LRU
 	tiers       *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
 	options     []byte
-	fastOptions []byte // options for small programs (fastcompile.go), nil when TORCHTPU_FAST_COMPILE=0
-	lastOptions []byte // the options of the latest compile
+	fastOptions []byte                  // options for small programs (fastcompile.go), nil when TORCHTPU_FAST_COMPILE=0
+	lastOptions []byte                  // the options of the latest compile
 	d           *deviceState            // the state of the device ops record for (devices.go)
 	sigBuf      []byte                  // scratch for opSignature
 	layouts     [][]int64               // the memory order of the running op's new results (layout.go)
