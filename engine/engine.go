@@ -42,6 +42,8 @@ type Engine struct {
 	cache       *compile_cache.LRU
 	tiers       *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
 	options     []byte
+	fastOptions []byte                  // options for small programs (fastcompile.go), nil when TORCHTPU_FAST_COMPILE=0
+	lastOptions []byte                  // the options of the latest compile
 	d           *deviceState            // the state of the device ops record for (devices.go)
 	sigBuf      []byte                  // scratch for opSignature
 	layouts     [][]int64               // the memory order of the running op's new results (layout.go)
@@ -141,14 +143,9 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 	e.addrs, e.client, e.plugin, e.initErr = addrs, c, path, nil
 	e.cacheHostBlocks(p, c.PlatformName())
 	// With several devices, programs are portable: one executable runs on any of them.
-	e.options = pjrt.CompileOptions(c.DeviceCount() > 1)
-	if spec := os.Getenv("TORCHTPU_XLA_OPTIONS"); spec != "" {
-		opts, err := pjrt.WithOverrides(e.options, spec)
-		if err != nil {
-			e.initErr = fmt.Errorf("torchtpu: TORCHTPU_XLA_OPTIONS: %v", err)
-			return e.initErr
-		}
-		e.options = opts
+	if e.options, e.fastOptions, err = compileOptions(c.DeviceCount() > 1); err != nil {
+		e.initErr = err
+		return err
 	}
 	e.pluginID = e.pluginIdentity()
 	e.checkNeeds = os.Getenv("TORCHTPU_CHECK_NEEDS") == "1"

@@ -252,7 +252,7 @@ func (e *Engine) executable(text string, sum *hlo.Summary) (*pjrt.Executable, er
 // (disk, then remote), or compiles it and stores it there. The full key over all named parts (DESIGN.md) names
 // the program in both tiers.
 func (e *Engine) compileText(text string, sum *hlo.Summary) (*pjrt.Executable, error) {
-	return e.compileWith(text, e.options, sum)
+	return e.compileWith(text, e.optionsFor(sum), sum)
 }
 
 // compileWith is compileText with the given compile options (replicated
@@ -272,6 +272,7 @@ func (e *Engine) compileWith(text string, options []byte, sum *hlo.Summary) (*pj
 	}
 	e.dumpModule(key, text)
 	slow := e.slowCompileNotice(key)
+	e.lastOptions = options
 	exe, err := e.client.Compile(text, options)
 	slow.Stop()
 	if err != nil {

@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+
+	"torchtpu/hlo"
+	"torchtpu/pjrt"
+)
+
+// smallProgramOps is the most live StableHLO ops a program may hold to be
+// compiled with fastCompileSpec. Strict mode's one-op programs hold a few to a
+// few dozen; fused and compiled steps hold hundreds.
+const smallProgramOps = 64
+
+// fastCompileSpec are the XLA options small programs compile with: XLA:CPU's
+// older IR emitters for fusions instead of its MLIR fusion emitters, the one
+// option that compiled small programs faster with kernels as fast. Lowering LLVM's optimization
+// level saved less and slowed some kernels (softmax); level 0 stops
+// vectorizing. bench/results/compile_options.md holds the measurements.
+const fastCompileSpec = "xla_cpu_use_fusion_emitters=false"
+
+// compileOptions returns the compile options for every program and those for
+// small programs: the defaults (portable ones with several devices), the
+// small-program options on top unless TORCHTPU_FAST_COMPILE is 0, and
+// TORCHTPU_XLA_OPTIONS over both, so that a user's choice wins. fast is nil
+// when small programs get no options of their own.
+func compileOptions(portable bool) (all, fast []byte, err error) {
+	user := os.Getenv("TORCHTPU_XLA_OPTIONS")
+	if all, err = pjrt.WithOverrides(pjrt.CompileOptions(portable), user); err != nil {
+		return nil, nil, fmt.Errorf("torchtpu: TORCHTPU_XLA_OPTIONS: %v", err)
+	}
+	if os.Getenv("TORCHTPU_FAST_COMPILE") == "0" {
+		return all, nil, nil
+	}
+	fast, err = pjrt.WithOverrides(pjrt.CompileOptions(portable), fastCompileSpec)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Overrides are a protobuf map: of two entries with one name the later
+	// wins, so the user's come last.
+	if fast, err = pjrt.WithOverrides(fast, user); err != nil {
+		return nil, nil, fmt.Errorf("torchtpu: TORCHTPU_XLA_OPTIONS: %v", err)
+	}
+	return all, fast, nil
+}
+
+// optionsFor returns the compile options for the program summarized by sum:
+// the small-program ones when it holds at most smallProgramOps live ops.
+func (e *Engine) optionsFor(sum *hlo.Summary) []byte {
+	if e.fastOptions != nil && sum != nil && len(sum.Ops) <= smallProgramOps {
+		return e.fastOptions
+	}
+	return e.options
+}
