@@ -18,12 +18,6 @@ type advIndex struct {
 // rules call it before reading any tensor value.
 func (c *Ctx) resolveIndices(arg int, sizes []int64) (*advIndex, error) {
 	a := c.Args[arg]
-	type hostIdx struct {
-		dim   int64
-		vals  []int64
-		shape []int64
-		dev   *hlo.Value // the indices as a device value, when they are not read to the host
-	}
 	var hs []hostIdx
 	d := int64(0)
 	for k, m := range a.Tensors {
@@ -32,71 +26,106 @@ func (c *Ctx) resolveIndices(arg int, sizes []int64) (*advIndex, error) {
 			continue
 		}
 		if m.DType == Bool || m.DType == Uint8 {
-			if d+int64(m.Rank()) > int64(len(sizes)) {
-				return nil, Errorf("too many indices for tensor of dimension %d (got %d)", len(sizes), d+int64(m.Rank()))
-			}
-			for j, s := range m.Sizes {
-				if s != sizes[d+int64(j)] {
-					return nil, Errorf("The shape of the mask %s at index %d does not match the shape of the indexed tensor %s at index %d",
-						shapeString(m.Sizes), j, shapeString(sizes), d+int64(j))
-				}
-			}
-			mask, err := c.R.Int64s(a.Handles[k])
+			mh, err := c.maskIndices(a.Handles[k], m, d, sizes)
 			if err != nil {
 				return nil, err
 			}
-			coords := make([][]int64, m.Rank())
-			strides := contiguous(m.Sizes)
-			for flat, v := range mask {
-				if v == 0 {
-					continue
-				}
-				for j := range coords {
-					coords[j] = append(coords[j], (int64(flat)/strides[j])%m.Sizes[j])
-				}
-			}
-			for j := range coords {
-				n := int64(len(coords[j]))
-				if len(mask) == 0 || m.Rank() == 0 {
-					n = 0
-				}
-				hs = append(hs, hostIdx{dim: d + int64(j), vals: coords[j], shape: []int64{n}})
-			}
-			if m.Rank() == 0 { // a 0-dim mask adds a dimension of size 1 or 0
-				return nil, Errorf("indexing with a zero-dimensional mask is not supported")
-			}
+			hs = append(hs, mh...)
 			d += int64(m.Rank())
 			continue
 		}
-		if !m.DType.IsIntegral(false) {
-			return nil, Errorf("tensors used as indices must be long, int, byte or bool tensors")
-		}
-		if d >= int64(len(sizes)) {
-			return nil, Errorf("too many indices for tensor of dimension %d (got %d)", len(sizes), d+1)
-		}
-		if c.NoHostChecks {
-			// Inside a compiled program integer indices stay on the device
-			// (negative ones wrapped, no range check); masks still need the host.
-			hs = append(hs, hostIdx{dim: d, shape: m.Sizes, dev: wrapIndices(c.B, c.R.Read(a.Handles[k]), m.Sizes, sizes[d])})
-			d++
-			continue
-		}
-		vals, err := c.R.Int64s(a.Handles[k])
+		h, err := c.integerIndices(a.Handles[k], m, d, sizes)
 		if err != nil {
 			return nil, err
 		}
-		size := sizes[d]
-		for i, v := range vals {
-			if v < -size || v >= size {
-				return nil, IndexErrorf("index %d is out of bounds for dimension %d with size %d", v, d, size)
-			}
-			if v < 0 {
-				vals[i] = v + size
-			}
-		}
-		hs = append(hs, hostIdx{dim: d, vals: vals, shape: m.Sizes})
+		hs = append(hs, h)
 		d++
 	}
+	return c.broadcastIndices(hs)
+}
+
+// hostIdx is one indexed dimension's indices: values read to the host, or a
+// device value when they are not read.
+type hostIdx struct {
+	dim   int64
+	vals  []int64
+	shape []int64
+	dev   *hlo.Value
+}
+
+// maskIndices turns the bool (or uint8) mask handle m, indexing dimensions
+// d onward, into the coordinates of its true elements, one index per masked
+// dimension; the mask is read to the host.
+func (c *Ctx) maskIndices(handle any, m TensorMeta, d int64, sizes []int64) ([]hostIdx, error) {
+	if d+int64(m.Rank()) > int64(len(sizes)) {
+		return nil, Errorf("too many indices for tensor of dimension %d (got %d)", len(sizes), d+int64(m.Rank()))
+	}
+	for j, s := range m.Sizes {
+		if s != sizes[d+int64(j)] {
+			return nil, Errorf("The shape of the mask %s at index %d does not match the shape of the indexed tensor %s at index %d",
+				shapeString(m.Sizes), j, shapeString(sizes), d+int64(j))
+		}
+	}
+	mask, err := c.R.Int64s(handle)
+	if err != nil {
+		return nil, err
+	}
+	if m.Rank() == 0 { // a 0-dim mask adds a dimension of size 1 or 0
+		return nil, Errorf("indexing with a zero-dimensional mask is not supported")
+	}
+	coords := make([][]int64, m.Rank())
+	strides := contiguous(m.Sizes)
+	for flat, v := range mask {
+		if v == 0 {
+			continue
+		}
+		for j := range coords {
+			coords[j] = append(coords[j], (int64(flat)/strides[j])%m.Sizes[j])
+		}
+	}
+	hs := make([]hostIdx, len(coords))
+	for j := range coords {
+		n := int64(len(coords[j]))
+		if len(mask) == 0 {
+			n = 0
+		}
+		hs[j] = hostIdx{dim: d + int64(j), vals: coords[j], shape: []int64{n}}
+	}
+	return hs, nil
+}
+
+// integerIndices checks and wraps the integer index handle m of dimension
+// d: read to the host and range-checked, or, inside a compiled program, kept
+// on the device (negative entries wrapped, no range check).
+func (c *Ctx) integerIndices(handle any, m TensorMeta, d int64, sizes []int64) (hostIdx, error) {
+	if !m.DType.IsIntegral(false) {
+		return hostIdx{}, Errorf("tensors used as indices must be long, int, byte or bool tensors")
+	}
+	if d >= int64(len(sizes)) {
+		return hostIdx{}, Errorf("too many indices for tensor of dimension %d (got %d)", len(sizes), d+1)
+	}
+	size := sizes[d]
+	if c.NoHostChecks {
+		return hostIdx{dim: d, shape: m.Sizes, dev: wrapIndices(c.B, c.R.Read(handle), m.Sizes, size)}, nil
+	}
+	vals, err := c.R.Int64s(handle)
+	if err != nil {
+		return hostIdx{}, err
+	}
+	for i, v := range vals {
+		if v < -size || v >= size {
+			return hostIdx{}, IndexErrorf("index %d is out of bounds for dimension %d with size %d", v, d, size)
+		}
+		if v < 0 {
+			vals[i] = v + size
+		}
+	}
+	return hostIdx{dim: d, vals: vals, shape: m.Sizes}, nil
+}
+
+// broadcastIndices broadcasts the indices of every indexed dimension to one
+// shape, uploading those read to the host.
+func (c *Ctx) broadcastIndices(hs []hostIdx) (*advIndex, error) {
 	if len(hs) == 0 {
 		return nil, Errorf("at least one index must be a tensor")
 	}

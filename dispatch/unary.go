@@ -10,10 +10,10 @@ import (
 type unaryKind int
 
 const (
-	keepDType  unaryKind = iota // result has the input's dtype
-	floatDType                  // integers and bool compute in float32
-	floatOnly                   // non-float inputs are an error
-	floatOrComplex              // inputs neither float nor complex are an error
+	keepDType      unaryKind = iota // result has the input's dtype
+	floatDType                      // integers and bool compute in float32
+	floatOnly                       // non-float inputs are an error
+	floatOrComplex                  // inputs neither float nor complex are an error
 )
 
 // unaryOp builds a unary rule. kernel names the CPU kernel in "not

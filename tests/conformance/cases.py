@@ -23,6 +23,8 @@ import tempfile
 import time
 import traceback
 
+from . import run
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -33,20 +35,6 @@ def worker_env():
     env["PYTHONPATH"] = py + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("OMP_NUM_THREADS", "1")
     return env
-
-
-def read_events(path):
-    out = []
-    try:
-        with open(path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass  # a line cut short by a crash
-    except FileNotFoundError:
-        pass
-    return out
 
 
 def _run_chunk(worker, ids, extra, opts, workdir, tag):
@@ -78,7 +66,7 @@ def _run_chunk(worker, ids, extra, opts, workdir, tag):
                 if proc.poll() is None:  # the runner itself is being stopped: take the worker with it
                     proc.kill()
                     proc.wait()
-        events = read_events(base + ".jsonl")
+        events = run.read_events(base + ".jsonl")
         for e in events:
             if e.get("ev") == "result":
                 results[e["case"]] = (e["status"], e.get("detail", ""))

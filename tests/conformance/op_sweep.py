@@ -215,3 +215,27 @@ def matches(name, patterns):
 def has(op_index, attr):
     """Whether op_db[op_index] has a truthy attr (without loading op_db twice)."""
     return bool(getattr(harness.load_op_db()[op_index], attr, None))
+
+
+def run_sample(name, wanted, sample, expected):
+    """Runs sweep name over the op variants wanted(op_info) selects (the named sample unless full), writes its
+    report, and returns the results and the names of the ops that ran."""
+    names = run.op_names()
+    op_db = harness.load_op_db()
+    indices = select(names, lambda i: wanted(op_db[i]), sample)
+    results = sweep(name, indices)
+    write_report(name, results, expected, {"ops": len(indices)})
+    return results, {names[i] for i in indices}
+
+
+def verdict(label, name, results, ran, expected):
+    """The summary line of a sweep's results, and the failure message when they do not match the expected list
+    (None when they do)."""
+    unlisted, fixed, unknown = judge(results, expected, ran)
+    cases = [r for r in results if r["status"] != "excluded"]
+    line = (f"{label}: {len(ran)} ops, {sum(r['status'] == 'pass' for r in cases)}/{len(cases)} cases pass, "
+            f"{sum(r['case'] in expected for r in cases if r['status'] != 'pass')} listed, "
+            f"{len(results) - len(cases)} excluded")
+    if unlisted or fixed or unknown:
+        return line, failure_message(unlisted, fixed, unknown, f"tests/conformance/expected_{name}.py")
+    return line, None

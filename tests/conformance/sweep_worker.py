@@ -15,14 +15,14 @@ import os
 import time
 import warnings
 
-from . import harness
+from . import harness, run
 
 
 class Context:
     """Runs one op's cases, skipping those already recorded, and writes their events."""
 
     def __init__(self, path, op_name, index):
-        self.done = {e["case"] for e in _events(path) if e.get("ev") == "result"}
+        self.done = {e["case"] for e in run.read_events(path) if e.get("ev") == "result"}
         self.f = open(path, "a", buffering=1)
         self.op = op_name
         self.index = index
@@ -57,20 +57,6 @@ class Context:
     def record(self, case_id, status, detail):
         """Records a case decided without running anything on tpu (an exclusion)."""
         self.case(case_id, lambda: (status, detail))
-
-
-def _events(path):
-    out = []
-    try:
-        with open(path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-    except FileNotFoundError:
-        pass
-    return out
 
 
 def main(argv=None):

@@ -8,7 +8,7 @@ two samples of every op with supports_out, TORCHTPU_CONFORMANCE_OPS=a,b narrows 
 
 import pytest
 
-from . import cases_out, harness, run
+from . import cases_out
 from . import op_sweep as sweep
 from .expected_out import EXPECTED
 
@@ -25,24 +25,14 @@ SAMPLE = [
 
 @pytest.fixture(scope="module")
 def outcome():
-    names = run.op_names()
-    op_db = harness.load_op_db()
-    indices = sweep.select(names, lambda i: cases_out.wanted(op_db[i]), SAMPLE)
-    results = sweep.sweep("out", indices)
-    sweep.write_report("out", results, EXPECTED, {"ops": len(indices)})
-    return results, {names[i] for i in indices}
+    return sweep.run_sample("out", cases_out.wanted, SAMPLE, EXPECTED)
 
 
 def test_out_behaves_as_on_cpu(outcome, capsys):
-    results, ran = outcome
-    unlisted, fixed, unknown = sweep.judge(results, EXPECTED, ran)
-    cases = [r for r in results if r["status"] != "excluded"]
+    line, failure = sweep.verdict("out= sweep", "out", *outcome, EXPECTED)
     with capsys.disabled():
-        print(f"\nout= sweep: {len(ran)} ops, {sum(r['status'] == 'pass' for r in cases)}/{len(cases)} "
-              f"cases pass, {sum(r['case'] in EXPECTED for r in cases if r['status'] != 'pass')} listed, "
-              f"{len(results) - len(cases)} excluded")
-    assert not (unlisted or fixed or unknown), sweep.failure_message(
-        unlisted, fixed, unknown, "tests/conformance/expected_out.py")
+        print("\n" + line)
+    assert failure is None, failure
 
 
 def test_expected_reasons():
