@@ -70,6 +70,27 @@ def test_wide_unsigned_dtypes_end_to_end(dtype):
     torch.testing.assert_close(torch.special.i0e(X).cpu(), torch.special.i0e(x))
 
 
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+@pytest.mark.parametrize("other", [torch.bool, torch.uint8, torch.int8, torch.int32, torch.int64, torch.complex64,
+                                   torch.uint16, torch.uint32, torch.float16, torch.float64])
+def test_wide_unsigned_promotion_as_cpu(dtype, other):
+    """uint16/32/64 promote only with themselves and floats; with anything else CPU raises, and so does tpu,
+    with CPU's message."""
+    a, b = torch.ones(3, dtype=dtype), torch.ones(3, dtype=other)
+    try:
+        want = a + b
+    except NotImplementedError:  # CPU has no add kernel for the type: compare with the value it would give
+        want = (a.double() + b.double()).to(torch.promote_types(dtype, other))
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            a.to("tpu") + b.to("tpu")
+        assert str(got.value).startswith(str(e).splitlines()[0])
+        return
+    got = a.to("tpu") + b.to("tpu")
+    assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+    assert (a.to("tpu") + 5).dtype == dtype
+
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
 def test_complex_logaddexp_and_logcumsumexp(dtype):
     x, y = torch.randn(40, dtype=dtype) * 3, torch.randn(40, dtype=dtype) * 3

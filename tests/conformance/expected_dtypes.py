@@ -3,10 +3,6 @@
 _COMPLEX32 = (
     'complex32 has no XLA element type: tpu refuses it with an error naming the dtype (DESIGN.md, Dtypes)'
 )
-_COMPLEX_LINALG = (
-    'complex inputs: the tpu rule has no complex lowering yet (LU, triangular solve, Cholesky '
-    'solve/inverse)'
-)
 _CPU_NAN = (
     "CPU's half-precision matrix_exp overflows to NaN; tpu computes in float32 and gives finite values"
 )
@@ -166,23 +162,6 @@ EXPECTED = {
     'vstack/complex32': _COMPLEX32,
     'where/complex32': _COMPLEX32,
     'zeros_like/complex32': _COMPLEX32,
-    # complex inputs: the tpu rule has no complex lowering yet (LU, triangular solve, Cholesky solve/inver
-    'cholesky_inverse/complex128': _COMPLEX_LINALG,
-    'cholesky_inverse/complex64': _COMPLEX_LINALG,
-    'cholesky_solve/complex128': _COMPLEX_LINALG,
-    'cholesky_solve/complex64': _COMPLEX_LINALG,
-    'linalg.lu/complex128': _COMPLEX_LINALG,
-    'linalg.lu/complex64': _COMPLEX_LINALG,
-    'linalg.lu_factor/complex128': _COMPLEX_LINALG,
-    'linalg.lu_factor/complex64': _COMPLEX_LINALG,
-    'linalg.lu_factor_ex/complex128': _COMPLEX_LINALG,
-    'linalg.lu_factor_ex/complex64': _COMPLEX_LINALG,
-    'linalg.solve_triangular/complex128': _COMPLEX_LINALG,
-    'linalg.solve_triangular/complex64': _COMPLEX_LINALG,
-    'lu/complex128': _COMPLEX_LINALG,
-    'lu/complex64': _COMPLEX_LINALG,
-    'triangular_solve/complex128': _COMPLEX_LINALG,
-    'triangular_solve/complex64': _COMPLEX_LINALG,
     # CPU's half-precision matrix_exp overflows to NaN; tpu computes in float32 and gives finite values
     'matrix_exp/bfloat16': _CPU_NAN,
     'matrix_exp/float16': _CPU_NAN,
