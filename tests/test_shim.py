@@ -96,3 +96,19 @@ def test_forked_child_cannot_use_device():
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
     assert torch.equal((x + x).cpu(), torch.full((2,), 2.0))
+
+
+def test_sliced_untyped_storage():
+    """A storage sliced from another starts inside it: reads, writes through it and its bytes are CPU's."""
+    def run(dev):
+        x = torch.arange(8, dtype=torch.int32, device=dev)
+        s = x.untyped_storage()[8:24]
+        y = torch.empty(0, dtype=torch.int32, device=dev).set_(s, 0, (4,), (1,))
+        before = y.cpu().tolist()
+        y.add_(100)
+        z = torch.empty(0, dtype=torch.int16, device=dev).set_(x.untyped_storage()[2:10], 0, (4,), (1,))
+        return before, x.cpu().tolist(), z.cpu().tolist(), len(s), bytes(s.cpu())
+    assert run("tpu") == run("cpu")
+    x = torch.arange(8, dtype=torch.int32, device="tpu")
+    with pytest.raises(RuntimeError, match="not aligned"):
+        torch.empty(0, dtype=torch.int32, device="tpu").set_(x.untyped_storage()[2:10], 0, (2,), (1,)).cpu()
