@@ -206,6 +206,14 @@ func def(name string, fn Fn, outNames ...string) *Rule {
 	return r
 }
 
+// defInplace registers a rule for an in-place name of its own, for an op
+// whose in-place form refuses what its functional rule accepts.
+func defInplace(name string, fn Fn) *Rule {
+	r := &Rule{Name: name, Fn: fn}
+	put(name, Entry{r, Inplace, callerSite()})
+	return r
+}
+
 // alias registers name as the same functional rule as an existing one.
 func alias(name string, r *Rule, v Variant) { put(name, Entry{r, v, callerSite()}) }
 
