@@ -116,6 +116,9 @@ func ttpu_program_run(handle C.int64_t, inputs *C.ttpu_tensor, nin C.int32_t, se
 		if len(res) > int(maxouts) {
 			return fmt.Errorf("torchtpu: a compiled program gave %d results, the caller allows %d", len(res), maxouts)
 		}
+		if err := checkRanks("torchtpu: a compiled program", res); err != nil {
+			return err
+		}
 		if len(res) > 0 {
 			dst := unsafe.Slice(outs, int(maxouts))
 			for i, r := range res {

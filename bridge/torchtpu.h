@@ -38,7 +38,9 @@ typedef int32_t ttpu_status;
 #define TTPU_TYPE_ERROR 9
 #define TTPU_NOT_IMPLEMENTED 10
 
-#define TTPU_MAX_DIMS 12
+/* The most dimensions of a new result (ttpu_out, ttpu_layout): CPU's reductions stop at 64 too. Tensor
+ * arguments (ttpu_tensor) point at their sizes and have no limit. */
+#define TTPU_MAX_DIMS 64
 
 /* Device codes of ttpu_tensor.device. */
 #define TTPU_DEV_TPU 0
@@ -52,8 +54,8 @@ typedef struct {
   int64_t offset;         /* storage offset, in elements */
   int32_t dtype;          /* c10::ScalarType code */
   int32_t ndim;
-  int64_t sizes[TTPU_MAX_DIMS];
-  int64_t strides[TTPU_MAX_DIMS]; /* in elements */
+  const int64_t* sizes;   /* ndim entries; valid for the duration of the call */
+  const int64_t* strides; /* ndim entries, in elements */
   int32_t device;         /* TTPU_DEV_* */
   int32_t pad_;
   const void* host;       /* TTPU_DEV_CPU only: the element data, contiguous */

@@ -101,6 +101,9 @@ type Rule struct {
 	// any memory with an input (gather, cat, ...), as ATen's assert_no_overlap;
 	// other out= ops only refuse an out with internally overlapping elements.
 	OutNoOverlap bool
+	// OutsApart, when set, is the ValueError CPU raises when two out=
+	// arguments of the op share memory (aminmax's min and max).
+	OutsApart string
 }
 
 // Needs declares what a rule needs besides its arguments' device values. The
@@ -203,6 +206,14 @@ func def(name string, fn Fn, outNames ...string) *Rule {
 			}
 		}
 	}
+	return r
+}
+
+// defInplace registers a rule for an in-place name of its own, for an op
+// whose in-place form refuses what its functional rule accepts.
+func defInplace(name string, fn Fn) *Rule {
+	r := &Rule{Name: name, Fn: fn}
+	put(name, Entry{r, Inplace, callerSite()})
 	return r
 }
 

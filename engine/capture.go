@@ -88,7 +88,7 @@ func (e *Engine) CaptureBegin(name string, inputs []*TensorDesc) error {
 		if t.CPU {
 			return fmt.Errorf("torchtpu: compiled graph input %d is a CPU tensor", i)
 		}
-		st, err := e.storage(t.Addr)
+		st, err := e.storageOf(t)
 		if err != nil {
 			return fmt.Errorf("torchtpu: compiled graph input %d: %w", i, err)
 		}
@@ -285,7 +285,7 @@ func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []Ou
 			refs[k] = OutputRef{OutInput, j}
 			continue
 		}
-		st, err := e.storage(t.Addr)
+		st, err := e.storageOf(t)
 		if err != nil {
 			return nil, nil, fmt.Sprintf("output %d: %v", k, err)
 		}

@@ -21,7 +21,7 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 	if !t.DType.Supported() {
 		return fmt.Errorf("torchtpu: copy to device: dtype %s is not supported on tpu", t.DType)
 	}
-	st, err := e.storage(t.Addr)
+	st, err := e.storageOf(t)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (e *Engine) hostSource(t *TensorDesc, dst []byte) (st *Storage, done bool, 
 		copy(dst, t.Host)
 		return nil, true, nil
 	}
-	if st, err = e.storage(t.Addr); err != nil {
+	if st, err = e.storageOf(t); err != nil {
 		return nil, false, err
 	}
 	if err := checkBounds(st, t); err != nil {

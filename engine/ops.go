@@ -87,7 +87,11 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 // arguments to any other error.
 func (e *Engine) opFailed(op string, args []dispatch.Arg, outs *[]OutTensor, err *error) {
 	if r := recover(); r != nil {
-		*err = fmt.Errorf("%v", r)
+		if perr, ok := r.(dispatch.PromotionError); ok {
+			*err = perr
+		} else {
+			*err = fmt.Errorf("%v", r)
+		}
 	}
 	if errors.Is(*err, dispatch.ErrRunOnCPU) {
 		*outs, *err = nil, ErrNoRule

@@ -202,7 +202,7 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 func (e *Engine) programInputs(p *Program, inputs []*TensorDesc) ([]*Storage, error) {
 	sts := make([]*Storage, len(inputs))
 	for i, t := range inputs {
-		st, err := e.storage(t.Addr)
+		st, err := e.storageOf(t)
 		if err != nil {
 			return nil, fmt.Errorf("torchtpu: compiled program input %d: %w", i, err)
 		}

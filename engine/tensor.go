@@ -53,7 +53,7 @@ func (e *Engine) Read(h any) *hlo.Value {
 	if v := e.captureRead(t); v != nil {
 		return v
 	}
-	st, err := e.storage(t.Addr)
+	st, err := e.storageOf(t)
 	if err != nil {
 		panic(err)
 	}
@@ -194,7 +194,7 @@ func reinterpretComplex(b *hlo.Builder, v *hlo.Value, from, to dispatch.DType) *
 
 // write stores val (t's sizes and dtype) into the view t of its storage.
 func (e *Engine) write(t *TensorDesc, val *hlo.Value) error {
-	st, err := e.storage(t.Addr)
+	st, err := e.storageOf(t)
 	if err != nil {
 		return err
 	}
