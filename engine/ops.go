@@ -347,7 +347,7 @@ func (e *Engine) newOutput(c *dispatch.Ctx, r *hlo.Value, k int) (OutTensor, err
 }
 
 // checkDTypes rejects tensor arguments of a dtype the device cannot hold
-// (complex32 has no XLA element type).
+// (float8 and quantized dtypes, among others).
 func checkDTypes(args []dispatch.Arg) error {
 	for _, a := range args {
 		for _, m := range a.Tensors {

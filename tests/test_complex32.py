@@ -50,14 +50,19 @@ def assert_same(got, want, strides=True):
     torch.testing.assert_close(parts(got), parts(want), rtol=0, atol=0, equal_nan=True)
 
 
-def on_both(fn, *args):
-    """fn on the CPU args and on tpu copies of them: (tpu result, CPU result)."""
+def on_both(fn, *args, fallback=False):
+    """fn on the CPU args and on tpu copies of them: (tpu result, CPU result). Unless fallback is set, no op
+    may run on CPU for the tpu call."""
     tpu = [a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args]
-    return fn(*tpu), fn(*args)
+    torch.tpu.reset_metrics()
+    got = fn(*tpu)
+    if not fallback:
+        assert no_fallbacks() == {}, "ops fell back to CPU"
+    return got, fn(*args)
 
 
-def check(fn, *args, strides=True):
-    assert_same(*on_both(fn, *args), strides=strides)
+def check(fn, *args, strides=True, fallback=False):
+    assert_same(*on_both(fn, *args, fallback=fallback), strides=strides)
 
 
 def test_creation():
@@ -165,6 +170,9 @@ def test_arithmetic():
     for ord in (2, 1, 0, 3, 0.5, -1, float("inf"), float("-inf")):
         check(lambda a: torch.linalg.vector_norm(a, ord), x)
         check(lambda a: torch.linalg.vector_norm(a, ord, dim=1, keepdim=True), x)
+    # 0-dim CPU tensors next to tpu ones.
+    check(lambda a: a * torch.tensor(0.5 - 1.25j, dtype=torch.chalf), x)
+    check(lambda a: a + torch.tensor(3.0), x)
     # Promotion: a float16 tensor keeps complex32, a float32 tensor widens it to complex64.
     check(lambda a, b: a + b.real, x, y)
     check(lambda a, b: a * b.real.float(), x, y)
@@ -176,6 +184,18 @@ def test_arithmetic():
     z = torch.tensor([complex(float("inf"), 1), complex(0, float("nan")), 2 - 1j], dtype=torch.chalf)
     for fn in (torch.isinf, torch.isnan, torch.isfinite, torch.isreal, lambda a: a * 2, lambda a: a.abs()[::2]):
         check(fn, z)
+
+
+def test_repeated_steps_round_each_op():
+    # A loop replays each op's plan (strict mode launches the cached program, fused mode pastes the recorded
+    # fragment), and every op's result is rounded to complex32 as CPU rounds it, fused or not.
+    def steps(a, b):
+        for _ in range(4):
+            a = a * b + a
+            a[1:] = a[1:] - b[:-1]
+            b = torch.cat([b[1:], -b[:1]])
+        return a, b
+    check(steps, chalf(3, 4), chalf(3, 4))
 
 
 def test_complex_from_float16_parts():
@@ -191,11 +211,13 @@ def test_indexing():
     for fn in (lambda a, b, i, m: a[i], lambda a, b, i, m: a[m], lambda a, b, i, m: a.index_select(0, i),
                lambda a, b, i, m: a.index_put((i,), b), lambda a, b, i, m: a.index_put((i,), b, accumulate=True),
                lambda a, b, i, m: a.index_add(0, i, b), lambda a, b, i, m: a.index_copy(0, i, b),
-               lambda a, b, i, m: a.index_fill(0, i, 1.5 - 1j), lambda a, b, i, m: a.masked_fill(m, -2j),
+               lambda a, b, i, m: a.index_fill(0, i, 1.5), lambda a, b, i, m: a.masked_fill(m, -2j),
                lambda a, b, i, m: torch.where(m, a, 0.5), lambda a, b, i, m: torch.masked_select(a, m),
                lambda a, b, i, m: torch.nonzero(a.masked_fill(m, 0)), lambda a, b, i, m: a.clone().fill_(2 + 1j),
                lambda a, b, i, m: a.clone().zero_()):
         check(fn, x, y, i, mask)
+    # index_fill's rule takes no complex number (for any complex dtype): that call runs on CPU.
+    check(lambda a, i: a.index_fill(0, i, 1.5 - 1j), x, i, fallback=True)
 
 
 CPU_LACKS = {
@@ -218,10 +240,12 @@ def test_ops_cpu_lacks_raise_cpus_error(name):
 
 def test_ops_cpu_has_in_part_run_as_on_cpu():
     # CPU flips complex32 along the first dimension only: tpu runs such ops on CPU, counted as fallbacks.
-    check(lambda a: torch.flip(a, [0]), chalf(3, 4))
-    check(lambda a: a.index_reduce(0, torch.tensor([2, 0], device=a.device), a[:2] * 2, "prod"), chalf(3, 4))
+    check(lambda a: torch.flip(a, [0]), chalf(3, 4), fallback=True)
+    check(lambda a: a.index_reduce(0, torch.tensor([2, 0], device=a.device), a[:2] * 2, "prod"), chalf(3, 4),
+          fallback=True)
     # CPU's addcmul rounds to complex32 after each product: tpu runs it on CPU too.
-    check(lambda a, b: torch.addcmul(a, a, b, value=0.5), chalf(3, 4), chalf(3, 4))
+    check(lambda a, b: torch.addcmul(a, a, b, value=0.5), chalf(3, 4), chalf(3, 4), fallback=True)
+    assert "aten::addcmul" in no_fallbacks()
 
 
 def test_no_fallbacks_for_supported_ops():
