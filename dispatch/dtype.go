@@ -41,7 +41,7 @@ const (
 // type: rules compute it as complex64 (its Elem), as PyTorch's CPU kernels
 // compute it in complex<float>, and a storage holds it as float16 (real,
 // imaginary) pairs, CPU's bytes (engine/stored.go). Only the ops CPU
-// implements for it have rules for it (ComplexHalfOp).
+// implements for it run on tpu for it (ComplexHalfOp).
 const (
 	ComplexHalf DType = 8
 	Complex64   DType = 9
