@@ -71,6 +71,8 @@ func scalarTypeName(d DType) string {
 		return "ComplexFloat"
 	case Complex128:
 		return "ComplexDouble"
+	case ComplexHalf:
+		return "ComplexHalf"
 	}
 	return d.String()
 }

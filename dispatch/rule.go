@@ -59,6 +59,12 @@ type Ctx struct {
 	// values the rule knows from its arguments alone (arange); the engine keeps
 	// it for index checks, so indices made on the device need no read either.
 	Ranges map[int][2]int64
+	// OutArgs is the number of trailing out= arguments, which the engine
+	// sets once an out= variant's rule has run: they are no inputs, so they
+	// take no part in ComputesComplexHalf.
+	OutArgs int
+	// half says whether the rule computes complex32 (complex_half.go).
+	half halfMode
 }
 
 // KnowRange records that every value of integer result i lies in [lo, hi].
@@ -320,7 +326,9 @@ func (c *Ctx) Str(i int, def string) string {
 // IsTensor reports whether argument i is a tensor.
 func (c *Ctx) IsTensor(i int) bool { return i < len(c.Args) && c.Args[i].Kind == ArgTensor }
 
-// DTypeArg returns the optional dtype argument i, or def when absent.
+// DTypeArg returns the optional dtype argument i, or def when absent. A
+// given dtype decides whether the op computes complex32 (ResultDType); an op
+// CPU does not implement for complex32 runs on CPU for it.
 func (c *Ctx) DTypeArg(i int, def DType) (DType, error) {
 	if !c.Has(i) {
 		return def, nil
@@ -328,6 +336,13 @@ func (c *Ctx) DTypeArg(i int, def DType) (DType, error) {
 	d := DType(c.Args[i].Int)
 	if !d.Supported() {
 		return 0, Errorf("dtype %s is not supported on tpu", d)
+	}
+	c.half = halfNo
+	if d == ComplexHalf {
+		if !ComplexHalfOp(c.Op) {
+			return 0, ErrRunOnCPU
+		}
+		c.half = halfYes
 	}
 	return d, nil
 }

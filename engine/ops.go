@@ -43,7 +43,7 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		return nil, err
 	}
 	entry, ok := dispatch.Lookup(op)
-	if !ok || !dispatch.AcceptsComplexScalars(entry.Rule, args) {
+	if !ok || !dispatch.AcceptsComplexScalars(entry.Rule, args) || !dispatch.AcceptsComplexHalf(op, args) {
 		return nil, ErrNoRule
 	}
 	defer e.opFailed(op, args, &outs, &err)
@@ -176,7 +176,7 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 	switch entry.Variant {
 	case dispatch.Functional:
 		for k, r := range results {
-			o, err := e.newOutput(r, k)
+			o, err := e.newOutput(c, r, k)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -188,17 +188,17 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 			if i >= len(results) {
 				return nil, nil, fmt.Errorf("the rule gave %d results for %d tensors", len(results), len(args[0].Handles))
 			}
-			if err := e.writeResult(h.(*TensorDesc), results[i], "self"); err != nil {
+			if err := e.writeResult(c, h.(*TensorDesc), results[i], "self"); err != nil {
 				return nil, nil, err
 			}
 		}
 	case dispatch.OutVariant:
-		if err := e.writeOuts(op, entry.Rule, args, results); err != nil {
+		if err := e.writeOuts(c, entry.Rule, results); err != nil {
 			return nil, nil, err
 		}
 	}
 	for _, w := range c.Writes {
-		if err := e.writeResult(args[w.Arg].Handles[w.Index].(*TensorDesc), w.V, "argument"); err != nil {
+		if err := e.writeResult(c, args[w.Arg].Handles[w.Index].(*TensorDesc), w.V, "argument"); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -208,16 +208,17 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 
 // writeOuts writes an out= op's results into its trailing out= arguments,
 // or asks the caller to resize them (ResizeError) when their shapes differ.
-func (e *Engine) writeOuts(op string, r *dispatch.Rule, args []dispatch.Arg, results []*hlo.Value) error {
-	k := len(results)
+func (e *Engine) writeOuts(c *dispatch.Ctx, r *dispatch.Rule, results []*hlo.Value) error {
+	op, args, k := c.Op, c.Args, len(results)
 	if len(args) < k {
 		return fmt.Errorf("expected %d out= arguments", k)
 	}
 	dsts := args[len(args)-k:]
+	c.OutArgs = k
 	anyCast := make([]bool, k)
 	for i, v := range results {
 		var err error
-		if anyCast[i], err = dispatch.CheckOutDType(op, dispatch.FromElem(v.T.Elem), dsts[i].Tensors[0].DType); err != nil {
+		if anyCast[i], err = c.CheckOutDType(c.ResultDType(v), dsts[i].Tensors[0].DType); err != nil {
 			return err
 		}
 	}
@@ -246,7 +247,7 @@ func (e *Engine) writeOuts(op string, r *dispatch.Rule, args []dispatch.Arg, res
 		}
 	}
 	for i, v := range results {
-		if err := e.writeResultAs(dsts[i].Handles[0].(*TensorDesc), v, "out", anyCast[i]); err != nil {
+		if err := e.writeResultAs(c, dsts[i].Handles[0].(*TensorDesc), v, "out", anyCast[i]); err != nil {
 			return err
 		}
 	}
@@ -300,14 +301,14 @@ func (e *Engine) recorded(op string) error {
 
 // writeResult writes result r into the mutated argument d, with PyTorch's
 // checks: the shapes agree and the result dtype casts to the argument's.
-func (e *Engine) writeResult(d *TensorDesc, r *hlo.Value, what string) error {
-	return e.writeResultAs(d, r, what, false)
+func (e *Engine) writeResult(c *dispatch.Ctx, d *TensorDesc, r *hlo.Value, what string) error {
+	return e.writeResultAs(c, d, r, what, false)
 }
 
 // writeResultAs is writeResult, converting to any dtype of d when anyCast is
 // set (out= kernels that compute in their out's dtype).
-func (e *Engine) writeResultAs(d *TensorDesc, r *hlo.Value, what string, anyCast bool) error {
-	rd := dispatch.FromElem(r.T.Elem)
+func (e *Engine) writeResultAs(c *dispatch.Ctx, d *TensorDesc, r *hlo.Value, what string, anyCast bool) error {
+	rd := c.ResultDType(r)
 	if !slices.Equal(d.Sizes, r.T.Shape) {
 		return fmt.Errorf("output with shape %v doesn't match the broadcast shape %v", d.Sizes, r.T.Shape)
 	}
@@ -319,21 +320,25 @@ func (e *Engine) writeResultAs(d *TensorDesc, r *hlo.Value, what string, anyCast
 	}
 	v := r
 	if rd != d.DType {
-		if d.DType == dispatch.Bool {
-			zero := e.d.g.b.BroadcastTo(e.d.g.b.Scalar(r.T.Elem, 0), r.T.Shape)
-			v = e.d.g.b.Compare(hlo.NE, r, zero)
-		} else {
-			v = e.d.g.b.Convert(r, d.DType.Elem())
-		}
+		// The result is rounded to its own dtype before the cast, as CPU's kernels store it.
+		v = rounded(e.d.g.b, r, rd)
+	}
+	switch {
+	case rd != d.DType && d.DType == dispatch.Bool:
+		zero := e.d.g.b.BroadcastTo(e.d.g.b.Scalar(v.T.Elem, 0), v.T.Shape)
+		v = e.d.g.b.Compare(hlo.NE, v, zero)
+	case v.T.Elem != d.DType.Elem():
+		v = e.d.g.b.Convert(v, d.DType.Elem())
 	}
 	return e.write(d, v)
 }
 
-// newOutput allocates a storage holding new result k, r, as its pending
-// value: contiguous, or in the memory order the caller asked for (layout.go).
-func (e *Engine) newOutput(r *hlo.Value, k int) (OutTensor, error) {
+// newOutput allocates a storage holding new result k, r, of the rule that
+// ran in c as its pending value: contiguous, or in the memory order the
+// caller asked for (layout.go).
+func (e *Engine) newOutput(c *dispatch.Ctx, r *hlo.Value, k int) (OutTensor, error) {
 	r = laidOut(e.d.g.b, r, e.outputOrder(k, len(r.T.Shape)))
-	d := dispatch.FromElem(r.T.Elem)
+	d := c.ResultDType(r)
 	n := numel(r.T.Shape) * int64(d.Size())
 	addr, err := e.newStorage(n, e.dev.cur)
 	if err != nil {
@@ -341,12 +346,12 @@ func (e *Engine) newOutput(r *hlo.Value, k int) (OutTensor, error) {
 	}
 	st := e.storages[addr]
 	st.shaped, st.dtype, st.shape = true, d, append([]int64{}, r.T.Shape...)
-	e.setPending(st, r)
+	e.setPending(st, store(e.d.g.b, r, d))
 	return OutTensor{Addr: addr, NBytes: n, DType: d, Sizes: st.shape}, nil
 }
 
 // checkDTypes rejects tensor arguments of a dtype the device cannot hold
-// (complex32 has no XLA element type).
+// (float8 and quantized dtypes, among others).
 func checkDTypes(args []dispatch.Arg) error {
 	for _, a := range args {
 		for _, m := range a.Tensors {
