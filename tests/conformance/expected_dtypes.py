@@ -14,10 +14,6 @@ _STRIDES_LSTSQ = (
     "linalg.lstsq's solution is laid out as CPU's LAPACK workspace leaves it (column-major, inside an "
     "max(m, n)-row buffer); there is no meta kernel to ask, so tpu's is row-major"
 )
-_TIES = (
-    "ties: CPU's unstable sort and selection order equal elements their own way; which index a tied "
-    'element gets is unspecified (the values agree)'
-)
 _TOL_COMPLEX64 = (
     "complex64: values differ from CPU's past the tolerance by a last-digit rounding "
     '(nn.functional.conv_transpose3d)'
@@ -73,28 +69,6 @@ EXPECTED = {
     'linalg.lstsq/complex128': _STRIDES_LSTSQ,
     'linalg.lstsq/complex64': _STRIDES_LSTSQ,
     'linalg.lstsq/float64': _STRIDES_LSTSQ,
-    # ties: CPU's unstable sort and selection order equal elements their own way; which index a tied eleme
-    'argsort/bfloat16': _TIES,
-    'argsort/bool': _TIES,
-    'argsort/float16': _TIES,
-    'argsort/int8': _TIES,
-    'argsort/uint8': _TIES,
-    'kthvalue/int16': _TIES,
-    'kthvalue/int32': _TIES,
-    'kthvalue/int64': _TIES,
-    'kthvalue/int8': _TIES,
-    'kthvalue/uint8': _TIES,
-    'sort/bfloat16': _TIES,
-    'sort/bool': _TIES,
-    'sort/float16': _TIES,
-    'sort/int8': _TIES,
-    'sort/uint8': _TIES,
-    'topk/bfloat16': _TIES,
-    'topk/int16': _TIES,
-    'topk/int32': _TIES,
-    'topk/int64': _TIES,
-    'topk/int8': _TIES,
-    'topk/uint8': _TIES,
     # complex64: values differ from CPU's past the tolerance by a last-digit rounding (nn.functional.conv_
     'nn.functional.conv_transpose3d/complex64': _TOL_COMPLEX64,
     # uint8 bicubic upsampling: CPU's integer kernel rounds in an order not reproduced yet (bilinear is exact)
