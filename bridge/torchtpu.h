@@ -286,6 +286,10 @@ ttpu_status ttpu_program_run(int64_t handle, const ttpu_tensor* inputs, int32_t 
                              int32_t nseeds, ttpu_out* outs, int32_t maxouts, int32_t* nouts, char* err,
                              int64_t errlen);
 
+/* ttpu_program_text copies up to n bytes of the StableHLO text program handle was compiled from into buf
+ * (buf may be NULL) and returns the text's whole length, or -1 when handle names no program. */
+int64_t ttpu_program_text(int64_t handle, char* buf, int64_t n);
+
 /* ttpu_program_free releases a program. */
 void ttpu_program_free(int64_t handle);
 
