@@ -46,8 +46,11 @@ func TestTapeKeySplitsHardAndSoft(t *testing.T) {
 	}
 	hard := map[string][]byte{"base": h0}
 	for name, h := range map[string][]byte{
-		"a shape":       func() []byte { h, _ := add(fresh(), view(a, 0, 6), view(b, 0, 6), 1); return h }(),
-		"an op":         func() []byte { h, _ := key(fresh(), "aten::sub.Tensor", tensorArg(view(a, 0, 2, 3)), tensorArg(view(b, 0, 2, 3)), scalarD(1)); return h }(),
+		"a shape": func() []byte { h, _ := add(fresh(), view(a, 0, 6), view(b, 0, 6), 1); return h }(),
+		"an op": func() []byte {
+			h, _ := key(fresh(), "aten::sub.Tensor", tensorArg(view(a, 0, 2, 3)), tensorArg(view(b, 0, 2, 3)), scalarD(1))
+			return h
+		}(),
 		"aliasing":      func() []byte { h, _ := add(fresh(), view(a, 0, 2, 3), view(a, 0, 2, 3), 1); return h }(),
 		"storage sizes": h1,
 	} {
