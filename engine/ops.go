@@ -94,8 +94,11 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		return nil, err
 	}
 	var p *plan
-	if (m.mode != planNone || tapeOnly) && len(c.Ranges) == 0 { // a replay would not keep the ranges
+	if m.mode != planNone || tapeOnly {
 		p = e.learn(m, args, outs)
+		if p != nil && len(c.Ranges) > 0 {
+			p.ranged = true // a pasted plan would not keep the ranges; a step tape does
+		}
 	}
 	if s != nil {
 		e.noteTapeOp(s, p, args, outs, n0)
@@ -288,6 +291,9 @@ func (e *Engine) learn(m *planMark, args []dispatch.Arg, outs []OutTensor) *plan
 func (e *Engine) keepPlan(m *planMark, p *plan) {
 	switch m.mode {
 	case planFused:
+		if p != nil && (p.uploads || p.ranged) {
+			p = nil // only a step tape holds it
+		}
 		e.d.plans.put(m.sig, p)
 	case planStrict:
 		if p != nil && e.lastProg != "" {

@@ -47,6 +47,7 @@ type plan struct {
 	frag    *hlo.Fragment // fused mode: the recorded ops
 	refs    []hlo.Ref     // fused mode: the fragment value of each write
 	uploads bool          // fused mode: a source is a one-off upload, so only a step tape may hold the plan
+	ranged  bool          // fused mode: the rule reported value ranges, which only a step tape keeps
 }
 
 type srcKind uint8

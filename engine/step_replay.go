@@ -23,11 +23,8 @@ import (
 // segment has departed from the tape and the caller records the op as usual.
 func (e *Engine) replayStep(s *segment, op string, entry dispatch.Entry, args []dispatch.Arg) (outs []OutTensor, done bool, err error) {
 	te := &s.tape.ops[s.next]
-	if !bytes.Equal(s.hard, te.hard) {
-		e.departTape(s)
-		return nil, false, nil
-	}
-	if !te.p.uploads && bytes.Equal(s.soft, te.soft) {
+	same := bytes.Equal(s.hard, te.hard)
+	if same && !te.p.uploads && bytes.Equal(s.soft, te.soft) {
 		outs, err = e.replayTapeOp(s, te, args)
 		if err != nil {
 			return nil, true, err
@@ -35,9 +32,17 @@ func (e *Engine) replayStep(s *segment, op string, entry dispatch.Entry, args []
 		e.m.StepReplayOps++
 		return outs, true, e.recorded(op)
 	}
-	if outs, ok := e.rerunTapeOp(s, te, op, entry, args); ok {
-		e.m.StepReplayReruns++
-		return outs, true, e.recorded(op)
+	// Another hard key may still be the first call of an out= op whose outs PyTorch resizes (an
+	// empty out, as arange's): its rule asks for the resize and the call that follows matches.
+	if same || entry.Variant == dispatch.OutVariant {
+		outs, ok, err := e.rerunTapeOp(s, te, op, entry, args, same)
+		if ok {
+			e.m.StepReplayReruns++
+			return outs, true, e.recorded(op)
+		}
+		if _, resize := err.(*ResizeError); resize {
+			return nil, true, err
+		}
 	}
 	e.departTape(s)
 	return nil, false, nil
@@ -57,9 +62,9 @@ func (e *Engine) replayTapeOp(s *segment, te *tapeOp, args []dispatch.Arg) ([]Ou
 		if w.result < 0 && !(st.shaped && st.dtype == w.dtype && slices.Equal(st.shape, w.shape)) {
 			st.shaped, st.dtype, st.shape = true, w.dtype, slices.Clone(w.shape)
 		}
-		st.known = nil
 		s.written[st.slot] = true
 	}
+	s.applyRanges(te)
 	s.next++
 	return outs, nil
 }
@@ -75,12 +80,13 @@ type storageSnap struct {
 
 // rerunTapeOp runs op's rule on a graph of its own, on stand-ins for the values the segment gave
 // its arguments, and reports whether it recorded te's fragment again, reading and writing the same
-// slots: the tape's program then computes the op, its parameters bound to the numbers and uploads
-// of this run, and te takes them. Otherwise the run leaves no trace and ok is false. A rule that
-// reads values to the host is not run here.
-func (e *Engine) rerunTapeOp(s *segment, te *tapeOp, op string, entry dispatch.Entry, args []dispatch.Arg) (outs []OutTensor, ok bool) {
+// slots (only when match: the op's hard key is te's): the tape's program then computes the op, its
+// parameters bound to the numbers and uploads of this run, and te takes them. Otherwise the run
+// leaves no trace, ok is false, and err is the rule's error, if any. A rule that reads values to
+// the host is not run here.
+func (e *Engine) rerunTapeOp(s *segment, te *tapeOp, op string, entry dispatch.Entry, args []dispatch.Arg, match bool) (outs []OutTensor, ok bool, err error) {
 	if entry.Rule.Needs.Results || len(e.hostArgsToRead(entry.Rule, args)) > 0 {
-		return nil, false
+		return nil, false, nil
 	}
 	saved, g := e.d.g, newGraph()
 	e.d.g = g
@@ -104,11 +110,9 @@ func (e *Engine) rerunTapeOp(s *segment, te *tapeOp, op string, entry dispatch.E
 	var p *plan
 	m := &planMark{mode: planFused, g: g, execs: e.m.Executions}
 	if e.markFused(m, args) {
-		var c *dispatch.Ctx
-		var err error
-		outs, c, err = e.lower(op, entry, args)
+		outs, _, err = e.lower(op, entry, args)
 		e.fusedLog = nil
-		if err == nil && len(c.Ranges) == 0 && e.d.g == g {
+		if err == nil && e.d.g == g {
 			p = e.makeFusedPlan(m, args, outs)
 		} else if err != nil {
 			outs = nil
@@ -122,7 +126,21 @@ func (e *Engine) rerunTapeOp(s *segment, te *tapeOp, op string, entry dispatch.E
 	for _, st := range standIns {
 		st.pending = nil
 	}
-	if p == nil || !samePlan(p, te.p) {
+	same := p != nil && match && samePlan(p, te.p)
+	if same {
+		for _, o := range outs {
+			s.add(e.storages[o.Addr])
+		}
+		if !slices.Equal(s.writtenRanges(te.writes), te.known) { // a range a later op may rely on differs
+			n := len(s.slots) - len(outs)
+			for _, st := range s.slots[n:] {
+				st.seg = 0
+			}
+			s.slots, s.ext, s.written = s.slots[:n], s.ext[:n], s.written[:n]
+			same = false
+		}
+	}
+	if !same {
 		for _, n := range snaps {
 			n.st.shaped, n.st.dtype, n.st.shape, n.st.known = n.shaped, n.dtype, n.shape, n.known
 		}
@@ -134,10 +152,7 @@ func (e *Engine) rerunTapeOp(s *segment, te *tapeOp, op string, entry dispatch.E
 		for _, b := range g.retired {
 			b.Destroy()
 		}
-		return nil, false
-	}
-	for _, o := range outs {
-		s.add(e.storages[o.Addr])
+		return nil, false, err
 	}
 	for _, slot := range te.writes {
 		s.written[slot] = true
@@ -145,7 +160,7 @@ func (e *Engine) rerunTapeOp(s *segment, te *tapeOp, op string, entry dispatch.E
 	s.retired = append(s.retired, g.retired...)
 	te.soft, te.p = bytes.Clone(s.soft), p
 	s.next++
-	return outs, true
+	return outs, true, nil
 }
 
 // samePlan reports whether plans a and b record the same fragment from the same arguments, with
@@ -221,7 +236,8 @@ func (e *Engine) departTape(s *segment) {
 				e.setPending(st, out[w])
 			}
 		}
-		if s.rec != nil && !e.noteParams(s, s.rec, &te, g.params[n0:]) {
+		s.applyRanges(&te)
+		if s.rec != nil && !e.noteParams(s, s.rec, &te, n0) {
 			s.rec = nil
 		}
 		if s.rec != nil {
@@ -359,6 +375,7 @@ func (e *Engine) stepOp(s *segment, op string, entry dispatch.Entry, args []disp
 		}
 	}
 	first := s.tape == nil && len(s.slots) == 0
+	s.opSlots = len(s.slots)
 	if !e.tapeKey(s, op, args) {
 		e.leaveTape()
 		return nil, nil, false, nil
@@ -376,10 +393,20 @@ func (e *Engine) stepOp(s *segment, op string, entry dispatch.Entry, args []disp
 	return s, nil, false, nil
 }
 
-// offTapeOnError keeps a segment in which an op failed from becoming a tape: the failed op gave
-// storages slots that a clean run would not.
+// offTapeOnError undoes the slots an op that asks for its outs to be resized gave (PyTorch resizes
+// them and calls again, the same way every step), and keeps a segment in which an op failed
+// otherwise from becoming a tape: the failed op gave storages slots that a clean run would not.
 func (e *Engine) offTapeOnError(err *error) {
-	if *err != nil && e.d.seg != nil {
-		e.d.seg.rec = nil
+	s := e.d.seg
+	if *err == nil || s == nil {
+		return
 	}
+	if _, resize := (*err).(*ResizeError); resize && s.opSlots <= len(s.slots) {
+		for _, st := range s.slots[s.opSlots:] {
+			st.seg = 0
+		}
+		s.slots, s.ext, s.written = s.slots[:s.opSlots], s.ext[:s.opSlots], s.written[:s.opSlots]
+		return
+	}
+	s.rec = nil
 }

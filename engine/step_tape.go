@@ -55,15 +55,50 @@ type tape struct {
 // tapeOp is one op of a tape.
 type tapeOp struct {
 	hard, soft []byte
-	p          *plan   // the fragment the op recorded, its sources and writes
-	in         []int32 // the slot of each argument source of p, in order
-	writes     []int32 // the slot each of p.writes gives a value
+	p          *plan       // the fragment the op recorded, its sources and writes
+	in         []int32     // the slot of each argument source of p, in order
+	writes     []int32     // the slot each of p.writes gives a value
+	known      []slotRange // the value ranges the op left on the storages it wrote
+}
+
+// slotRange is the known value range of a slot's storage.
+type slotRange struct {
+	slot int32
+	r    intRange
+}
+
+// writtenRanges returns the value ranges the storages of slots writes hold now.
+func (s *segment) writtenRanges(writes []int32) []slotRange {
+	var rs []slotRange
+	for _, slot := range writes {
+		if k := s.slots[slot].known; k != nil && !slices.ContainsFunc(rs, func(r slotRange) bool { return r.slot == slot }) {
+			rs = append(rs, slotRange{slot, *k})
+		}
+	}
+	return rs
+}
+
+// applyRanges gives the storages te's op wrote the value ranges it left on them.
+func (s *segment) applyRanges(te *tapeOp) {
+	for _, slot := range te.writes {
+		s.slots[slot].known = nil
+	}
+	for _, r := range te.known {
+		k := r.r
+		s.slots[r.slot].known = &k
+	}
 }
 
 // paramSrc is where a program parameter comes from: the buffer slot idx held
-// when the segment first saw it (op < 0), or source idx among the sources
-// after the argument ones of op's plan (a number or an upload).
+// when the segment first saw it (op -1), or source idx among the sources
+// after the argument ones of op's plan (a number or an upload). Op -2 is a
+// parameter no op of the tape added (the first call of an op that asked for
+// its outs to be resized records before it fails); no program of a tape
+// may take one.
 type paramSrc struct{ op, idx int32 }
+
+// unknownParam is the source of a parameter no op of the tape added.
+var unknownParam = paramSrc{op: -2}
 
 // segment is the ops of one device since its last flush, as step tapes see
 // them: a recording (rec) or a replay of a tape (tape), or neither once it can
@@ -77,6 +112,7 @@ type segment struct {
 	rec        *tape          // recording: the tape being made
 	tape       *tape          // replaying: the tape the ops follow
 	next       int            // replaying: the index of the tape op the next op must match
+	opSlots    int            // the slots before the running op's
 	retired    []*pjrt.Buffer // replaying: buffers to destroy once the segment has run
 }
 
@@ -230,7 +266,8 @@ func (e *Engine) noteTapeOp(s *segment, p *plan, args []dispatch.Arg, outs []Out
 		te.writes = append(te.writes, st.slot)
 		s.written[st.slot] = true
 	}
-	if !e.noteParams(s, s.rec, &te, e.d.g.params[n0:]) {
+	te.known = s.writtenRanges(te.writes)
+	if !e.noteParams(s, s.rec, &te, n0) {
 		s.rec = nil
 		return
 	}
@@ -238,13 +275,16 @@ func (e *Engine) noteTapeOp(s *segment, p *plan, args []dispatch.Arg, outs []Out
 }
 
 // noteParams appends to rec the source of each graph parameter te's op added
-// (fed by added): an argument storage's buffer, or the next of the plan's
-// other sources. It reports false when a parameter is neither.
-func (e *Engine) noteParams(s *segment, rec *tape, te *tapeOp, added []*pjrt.Buffer) bool {
+// (from position n0 on): an argument storage's buffer, or the next of the
+// plan's other sources. It reports false when a parameter is neither.
+func (e *Engine) noteParams(s *segment, rec *tape, te *tapeOp, n0 int) bool {
+	for len(rec.params) < n0 {
+		rec.params = append(rec.params, unknownParam)
+	}
 	extras := te.p.sources[len(te.in):]
 	op, j := int32(len(rec.ops)), 0
 next:
-	for _, b := range added {
+	for _, b := range e.d.g.params[n0:] {
 		for _, slot := range te.in {
 			if b != nil && s.ext[slot] == b {
 				rec.params = append(rec.params, paramSrc{op: -1, idx: slot})
@@ -282,11 +322,14 @@ func (e *Engine) saveTape(s *segment, g *graph, prog *program, dst []*Storage, a
 		return
 	}
 	t := s.rec
-	if len(t.ops) == 0 || len(t.ops) != g.ops || len(t.params) != len(g.params) || len(g.extra) > 0 || e.lastProg == "" {
+	if len(t.ops) == 0 || len(t.ops) != g.ops || len(t.params) > len(g.params) || len(g.extra) > 0 || e.lastProg == "" {
 		return
 	}
 	t.args = make([]paramSrc, len(prog.used))
 	for i, pos := range prog.used {
+		if pos >= len(t.params) || t.params[pos] == unknownParam {
+			return
+		}
 		t.args[i] = t.params[pos]
 	}
 	t.params = nil

@@ -195,6 +195,26 @@ def test_a_step_that_reads_host_values_still_matches_cpu(fused):
     assert torch.tpu.metrics()["step_replays"] >= 3
 
 
+def test_positions_from_arange_replay_with_their_value_range(fused):
+    # torch.arange fills an empty out that PyTorch resizes after the first call, and the value
+    # range of its result lets the embedding skip its index check: both replay. Positions that start
+    # past the table have another range: that step leaves the tape, and the index check raises as
+    # on CPU.
+    torch.manual_seed(0)
+    table = torch.randn(16, 4)
+    tt = table.to("tpu")
+    for i, start in enumerate([0, 0, 0, 0, 10, 0, 0]):
+        pos = torch.arange(start, start + 8, device="tpu")
+        if start + 8 > 16:
+            with pytest.raises(IndexError, match="out of range"):
+                F.embedding(pos, tt).cpu()
+            continue
+        got = (F.embedding(pos, tt) * (i + 1)).sum(0).cpu()
+        torch.testing.assert_close(got, (table[start:start + 8] * (i + 1)).sum(0), **TOL)
+    m = torch.tpu.metrics()
+    assert m["step_replays"] >= 4 and m["step_replay_fallbacks"] >= 1, m
+
+
 def test_a_learning_rate_schedule_replays_with_the_new_rates(fused):
     def run(device):
         torch.manual_seed(0)
