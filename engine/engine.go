@@ -26,6 +26,8 @@ type Storage struct {
 	buf     *pjrt.Buffer   // concrete value, if any
 	pending *hlo.Value     // value in the current graph, if any
 	known   *intRange      // value range of host-written integers, if known
+	seg     uint64         // the step segment that last gave it a slot (step_tape.go)
+	slot    int32          // its slot in that segment
 }
 
 // Engine is one PJRT client and the state of its devices.
@@ -51,6 +53,8 @@ type Engine struct {
 	fusedLog    *planMark               // the op being planned for the fused fast path, if any
 	noFusedPath bool                    // TORCHTPU_FUSED_FAST_PATH=0
 	noPhaseCut  bool                    // TORCHTPU_BACKWARD_CUT=0
+	noStepTape  bool                    // TORCHTPU_STEP_REPLAY=0
+	segments    uint64                  // step segments started so far, each one's epoch (step_tape.go)
 	lastProg    string                  // the cache key of the program flush launched last
 	events      []inFlight              // launched work that may still run
 	forked      bool
@@ -109,6 +113,7 @@ func New() *Engine {
 	e.noDonate = os.Getenv("TORCHTPU_DONATE") == "0"
 	e.noFusedPath = os.Getenv("TORCHTPU_FUSED_FAST_PATH") == "0"
 	e.noPhaseCut = os.Getenv("TORCHTPU_BACKWARD_CUT") == "0"
+	e.noStepTape = os.Getenv("TORCHTPU_STEP_REPLAY") == "0"
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
 	}
@@ -226,7 +231,9 @@ func (e *Engine) Free(addr uint64) {
 	delete(e.storages, addr)
 	e.live--
 	e.liveB -= st.nbytes
-	e.dropBuffer(st.buf)
+	if !e.keepForReplay(st) {
+		e.dropBuffer(st.buf)
+	}
 	st.buf, st.pending = nil, nil
 	e.addrs.release(addr, st.nbytes)
 }

@@ -18,6 +18,7 @@ const (
 	whyRuleReads   = "rule reads data" // index checks, data-dependent shapes
 	whySynchronize = "synchronize"     // torch.tpu.synchronize()
 	whyStepMark    = "step mark"       // optimizer.step() or torch.tpu.mark_step()
+	whyTapeEnd     = "step tape end"   // fused mode: an op after the last op of a replayed step tape
 	whyBackward    = "backward start"  // fused mode: the first op of a backward pass
 	whyBackwardEnd = "backward end"    // fused mode: the first op after a backward pass
 	whyModeSwitch  = "mode switch"     // torch.tpu.set_mode

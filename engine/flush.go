@@ -32,6 +32,9 @@ func (e *Engine) flush() error {
 // flushExtra is flush that also returns the buffers of g.extra, which the
 // caller must destroy.
 //
+// A segment that replayed a step tape to its end launches the tape's program
+// instead (step_replay.go); one that recorded its ops keeps its tape.
+//
 // The program is found by the graph's structural hash (hlo.Hash), computed as
 // ops were recorded: a repeated step prints no text. Text is rendered only on
 // a miss, to compile or to find the program on disk. A storage the graph
@@ -41,6 +44,16 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	if err := e.syncInCapture(); err != nil {
 		return nil, err
 	}
+	if s := e.d.seg; s != nil && s.tape != nil {
+		if len(e.d.g.extra) == 0 {
+			if launched, err := e.launchReplay(s); launched {
+				return nil, err
+			}
+		}
+		e.departTape(s)
+	}
+	s := e.d.seg
+	e.d.seg = nil
 	g := e.d.g
 	e.d.g = newGraph()
 	why := e.why
@@ -71,6 +84,9 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	results, err := e.launchGraph(g, prog, dst, len(aliases))
 	if err != nil {
 		return nil, err
+	}
+	if nanFlags == 0 {
+		e.saveTape(s, g, prog, dst, aliases)
 	}
 	flags := results[len(results)-nanFlags:]
 	results = results[:len(results)-nanFlags]

@@ -85,6 +85,7 @@ func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
 		return buf
 	}
 	if len(e.d.scalars) >= 4096 {
+		e.d.scalarGen++
 		for key, b := range e.d.scalars {
 			e.dropBuffer(b)
 			delete(e.d.scalars, key)

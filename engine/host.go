@@ -34,6 +34,10 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 	if err := checkBounds(st, t); err != nil {
 		return fmt.Errorf("torchtpu: copy to device: %v", err)
 	}
+	whole := t.Offset == 0 && t.view().isContiguous() && int64(len(src)) == st.nbytes
+	if s := e.d.seg; s != nil && (!whole || s.has(st)) {
+		e.leaveTape() // the write records outside an op, or changes a storage the segment holds
+	}
 	t0 := time.Now()
 	ty := storedType(t.DType, t.Sizes)
 	buf, err := e.client.BufferFromHost(src, pjrtType(ty.Elem), ty.Shape, st.device)
@@ -41,7 +45,7 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 		return fmt.Errorf("torchtpu: copy to device: %w", err)
 	}
 	e.noteTransfer("h2d", int64(len(src)), t0, "tensor")
-	if !e.capturing() && t.Offset == 0 && t.view().isContiguous() && int64(len(src)) == st.nbytes {
+	if !e.capturing() && whole {
 		// The whole storage is replaced: the new buffer becomes its value.
 		e.dropBuffer(st.buf)
 		st.buf, st.pending = buf, nil
@@ -90,6 +94,12 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 		return err
 	}
 	e.setWhy(whyToHost)
+	if e.replayHolds(st) {
+		// The value comes from the replayed step's program: it runs now.
+		if err := e.flush(); err != nil {
+			return err
+		}
+	}
 	// A whole storage is read from its own buffer, after the flush that computes it when it is
 	// pending: as an extra output, its value would be a second output of the graph, which XLA
 	// fills by copying the first.
@@ -102,6 +112,7 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 		}
 	}
 	// Materialize the view as an extra output of the pending graph.
+	e.leaveTape()
 	v := e.Read(t)
 	if !slices.Equal(v.T.Shape, t.Sizes) {
 		v = e.d.g.b.Reshape(v, t.Sizes...)
@@ -233,6 +244,7 @@ func (e *Engine) StorageCopy(dst, src uint64, nbytes int64) error {
 	if err := e.useDevice(s.device); err != nil {
 		return err
 	}
+	e.leaveTape()
 	size := int64(s.dtype.Size())
 	n := min(nbytes, s.nbytes, d.nbytes) / size
 	flat := e.d.g.b.Reshape(e.baseValue(s, s.dtype), numel(s.shape))

@@ -9,11 +9,17 @@ import (
 
 // TestOpOnLaidOutWritesTheAskedMemoryOrder checks that a result asked for in
 // a permuted memory order lands in a storage of the permuted shape holding
-// the transposed values, on the full path and on both fast paths, and that
-// the same op asked for no layout still gives a contiguous result.
+// the transposed values, on the full path, on both fast paths and in a step
+// replay, and that the same op asked for no layout still gives a contiguous
+// result.
 func TestOpOnLaidOutWritesTheAskedMemoryOrder(t *testing.T) {
-	for _, mode := range []Mode{ModeDebug, ModeStrict, ModeFused} {
+	for _, run := range []struct {
+		mode   Mode
+		noTape bool
+	}{{ModeDebug, false}, {ModeStrict, false}, {ModeFused, true}, {ModeFused, false}} {
+		mode := run.mode
 		e := newTestEngine(t, mode)
+		e.noStepTape = run.noTape
 		addr, vals := storageOf(t, e, []int64{2, 3, 4})
 		// x is the storage seen as [2, 4, 3] (its last two dimensions swapped).
 		x := &TensorDesc{Addr: addr, DType: dispatch.Float32, Sizes: []int64{2, 4, 3}, Strides: []int64{12, 1, 4}}
@@ -61,8 +67,11 @@ func TestOpOnLaidOutWritesTheAskedMemoryOrder(t *testing.T) {
 		if mode == ModeStrict && e.m.FastPathHits == 0 {
 			t.Fatalf("strict: the laid-out op was never replayed")
 		}
-		if mode == ModeFused && e.m.FusedFastPathHits == 0 {
+		if mode == ModeFused && run.noTape && e.m.FusedFastPathHits == 0 {
 			t.Fatalf("fused: the laid-out op was never pasted")
+		}
+		if mode == ModeFused && !run.noTape && e.m.StepReplayOps == 0 {
+			t.Fatalf("fused: the laid-out op was never replayed from a step tape")
 		}
 	}
 }

@@ -20,6 +20,10 @@ type Metrics struct {
 	CacheMisses       int64            `json:"cache_misses"`       // in-memory tier misses: each is loaded from a persistent tier or compiled
 	FastPathHits      int64            `json:"strict_fast_path_hits"`
 	FusedFastPathHits int64            `json:"fused_fast_path_hits"`
+	StepReplays       int64            `json:"step_replays"`          // fused segments launched from a step tape, nothing recorded (step_replay.go)
+	StepReplayOps     int64            `json:"step_replay_ops"`       // ops those segments matched by key alone: no rule, no recording
+	StepReplayReruns  int64            `json:"step_replay_reruns"`    // ops whose numbers or seeds changed: the rule ran, its program stayed the tape's
+	StepReplayDeparts int64            `json:"step_replay_fallbacks"` // replays that left their tape and recorded from the differing op on
 	DiskHits          int64            `json:"disk_cache_hits"`
 	DiskMisses        int64            `json:"disk_cache_misses"`
 	RemoteHits        int64            `json:"remote_cache_hits"`

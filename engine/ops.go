@@ -27,7 +27,10 @@ func (e *Engine) HasRule(op string) bool {
 // An op goes through four steps: prepare (the device, the dtypes), replay (a
 // plan learned from an earlier call with the same signature, plan.go), lower
 // (the rule, its results placed), learn (a plan from what the rule
-// recorded); recorded then applies the mode's flush policy.
+// recorded); recorded then applies the mode's flush policy. In fused mode a
+// step tape comes first: an op that matches the tape of an earlier segment
+// is replayed without any of the four (step_replay.go), and every other op
+// is noted on the segment's own tape (step_tape.go).
 func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTensor, err error) {
 	return e.opOn(op, device, args, nil)
 }
@@ -46,25 +49,44 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 	if !ok || !dispatch.AcceptsComplexScalars(entry.Rule, args) || !dispatch.AcceptsComplexHalf(op, args) {
 		return nil, ErrNoRule
 	}
+	defer e.offTapeOnError(&err)
 	defer e.opFailed(op, args, &outs, &err)
 	if err := e.prepare(args, device); err != nil {
 		return nil, err
 	}
-	m := e.startPlan(op, entry.Rule, args)
-	if m.mode != planNone {
-		if outs, ok, err := e.replay(op, m, args); ok {
+	s := e.stepSegment()
+	if s != nil {
+		var done bool
+		if s, outs, done, err = e.stepOp(s, op, entry, args); done {
 			return outs, err
 		}
 	}
-	if reads := e.hostArgsToRead(entry.Rule, args); len(reads) > 0 || entry.Rule.Needs.Results {
+	n0 := len(e.d.g.params)
+	m := e.startPlan(op, entry.Rule, args)
+	if m.mode != planNone {
+		if outs, p, ok, err := e.replay(m, args); ok {
+			if err == nil && m.mode == planFused {
+				if s != nil {
+					e.noteTapeOp(s, p, args, outs, n0)
+				}
+				err = e.recorded(op)
+			}
+			return outs, err
+		}
+	}
+	reads := e.hostArgsToRead(entry.Rule, args)
+	if len(reads) > 0 || entry.Rule.Needs.Results {
 		m.mode = planNone
 		defer func() { e.hostVals = nil }()
 		if err := e.beforeRule(entry.Rule, reads); err != nil {
 			return nil, err
 		}
 	}
-	if m.mode == planFused && !e.markFused(m, args) {
-		m.mode = planNone
+	// A rule that draws random numbers or uploads values is never planned, but a step tape
+	// holds its fragment and runs the rule again for each replay's new values.
+	tapeOnly := s != nil && s.rec != nil && m.mode == planNone && len(reads) == 0 && !entry.Rule.Needs.Results
+	if (m.mode == planFused || tapeOnly) && !e.markFused(m, args) {
+		m.mode, tapeOnly = planNone, false
 	}
 	defer func() { e.fusedLog = nil }()
 	outs, c, err := e.lower(op, entry, args)
@@ -72,8 +94,14 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		return nil, err
 	}
 	var p *plan
-	if m.mode != planNone && len(c.Ranges) == 0 { // a replay would not keep the ranges
+	if m.mode != planNone || tapeOnly {
 		p = e.learn(m, args, outs)
+		if p != nil && len(c.Ranges) > 0 {
+			p.ranged = true // a pasted plan would not keep the ranges; a step tape does
+		}
+	}
+	if s != nil {
+		e.noteTapeOp(s, p, args, outs, n0)
 	}
 	if err := e.recorded(op); err != nil {
 		return nil, err
@@ -132,33 +160,31 @@ func (e *Engine) startPlan(op string, r *dispatch.Rule, args []dispatch.Arg) *pl
 	return m
 }
 
-// replay runs the plan known for m's signature, if any. ok is false when the
+// replay runs the plan p known for m's signature, if any. ok is false when the
 // op must take the full path: no plan yet, or the plan no longer applies
 // (it is then dropped). A signature known to be unplannable stops planning.
-func (e *Engine) replay(op string, m *planMark, args []dispatch.Arg) (outs []OutTensor, ok bool, err error) {
+// In fused mode the caller then applies the flush policy (recorded).
+func (e *Engine) replay(m *planMark, args []dispatch.Arg) (outs []OutTensor, p *plan, ok bool, err error) {
 	p, known := e.d.plans[m.sig]
 	switch {
 	case known && p == nil:
 		m.mode = planNone
-		return nil, false, nil
+		return nil, nil, false, nil
 	case !known:
-		return nil, false, nil
+		return nil, nil, false, nil
 	case m.mode == planStrict:
 		outs, ok, err = e.replayStrict(p, args)
 	default:
 		outs, ok, err = e.replayFused(p, args)
-		if ok && err == nil {
-			err = e.recorded(op)
-		}
 	}
 	if !ok {
 		delete(e.d.plans, m.sig)
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	if err != nil {
-		return nil, true, err
+		return nil, nil, true, err
 	}
-	return outs, true, nil
+	return outs, p, true, nil
 }
 
 // lower runs the op's rule and places its results: new storages for a
@@ -270,6 +296,9 @@ func (e *Engine) learn(m *planMark, args []dispatch.Arg, outs []OutTensor) *plan
 func (e *Engine) keepPlan(m *planMark, p *plan) {
 	switch m.mode {
 	case planFused:
+		if p != nil && (p.uploads || p.ranged) {
+			p = nil // only a step tape holds it
+		}
 		e.d.plans.put(m.sig, p)
 	case planStrict:
 		if p != nil && e.lastProg != "" {

@@ -46,6 +46,8 @@ type plan struct {
 	key     string        // strict mode: the program's key in e.cache
 	frag    *hlo.Fragment // fused mode: the recorded ops
 	refs    []hlo.Ref     // fused mode: the fragment value of each write
+	uploads bool          // fused mode: a source is a one-off upload, so only a step tape may hold the plan
+	ranged  bool          // fused mode: the rule reported value ranges, which only a step tape keeps
 }
 
 type srcKind uint8
@@ -53,6 +55,7 @@ type srcKind uint8
 const (
 	srcArg    srcKind = iota // the value of an argument's storage
 	srcScalar                // a cached number
+	srcUpload                // a value the rule uploaded for this call alone (a seed)
 )
 
 // source is where a plan input comes from.
@@ -60,6 +63,7 @@ type source struct {
 	kind     srcKind
 	arg, idx int // srcArg: argument and tensor index
 	scalar   scalarKey
+	buf      *pjrt.Buffer // srcUpload: the buffer, valid until the graph reading it runs
 }
 
 // planWrite is a storage an op gives a value: new result result (when not

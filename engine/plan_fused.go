@@ -97,7 +97,9 @@ func (e *Engine) markFused(m *planMark, args []dispatch.Arg) bool {
 }
 
 // makeFusedPlan cuts the op just recorded after mark m into a plan, or
-// returns nil when it cannot be replayed.
+// returns nil when it cannot be replayed. A plan whose op uploaded values of
+// its own (seeds) has uploads set: only a step tape keeps it, re-running the
+// rule for new uploads.
 func (e *Engine) makeFusedPlan(m *planMark, args []dispatch.Arg, outs []OutTensor) *plan {
 	g := e.d.g
 	if g != m.g || e.m.Executions != m.execs || len(g.extra) != m.extra || len(g.params) != g.b.NumParams() {
@@ -110,7 +112,7 @@ func (e *Engine) makeFusedPlan(m *planMark, args []dispatch.Arg, outs []OutTenso
 	for _, b := range g.params[m.params:] {
 		src, ok := e.scalarSource(b)
 		if !ok {
-			return nil
+			src, p.uploads = source{kind: srcUpload, buf: b}, true
 		}
 		p.sources = append(p.sources, src)
 	}

@@ -224,7 +224,7 @@ func (e *Engine) programInputs(p *Program, inputs []*TensorDesc) ([]*Storage, er
 		return nil, err
 	}
 	for i, t := range inputs {
-		if sts[i].pending != nil {
+		if sts[i].pending != nil || e.replayHolds(sts[i]) {
 			if err := e.flush(); err != nil {
 				return nil, err
 			}
@@ -232,6 +232,9 @@ func (e *Engine) programInputs(p *Program, inputs []*TensorDesc) ([]*Storage, er
 		if err := e.materialize(sts[i], t.DType); err != nil {
 			return nil, err
 		}
+	}
+	if s := e.d.seg; s != nil && slices.ContainsFunc(sts, s.has) {
+		e.leaveTape() // the program gives storages of the segment new buffers
 	}
 	first := map[uint64]int{}
 	for i, t := range inputs {

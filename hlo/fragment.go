@@ -169,3 +169,41 @@ func (b *Builder) Paste(f *Fragment, inputs, params []*Value, refs []Ref) (vals 
 	}
 	return vals, true
 }
+
+// Inputs returns the types of the values the fragment reads from before its
+// run, in the order Paste takes them.
+func (f *Fragment) Inputs() []Type { return f.inputs }
+
+// Equal reports whether f and g record the same ops on the same inputs and
+// parameters: pasted on the same values, they give values of equal
+// structural hashes.
+func (f *Fragment) Equal(g *Fragment) bool {
+	if f == g {
+		return true
+	}
+	if len(f.inputs) != len(g.inputs) || len(f.params) != len(g.params) || len(f.ops) != len(g.ops) {
+		return false
+	}
+	for i, t := range f.inputs {
+		if !t.Equal(g.inputs[i]) {
+			return false
+		}
+	}
+	for i, t := range f.params {
+		if !t.Equal(g.params[i]) {
+			return false
+		}
+	}
+	for i := range f.ops {
+		a, b := &f.ops[i], &g.ops[i]
+		if string(a.prefix) != string(b.prefix) || len(a.operands) != len(b.operands) {
+			return false
+		}
+		for k, r := range a.operands {
+			if r != b.operands[k] {
+				return false
+			}
+		}
+	}
+	return true
+}

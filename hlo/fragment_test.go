@@ -92,3 +92,34 @@ func BenchmarkPaste(b *testing.B) {
 		}
 	}
 }
+
+// TestFragmentEqualComparesStructure cuts the same run twice (recorded on
+// other inputs, with another runtime number) and a run with another constant:
+// the first two are equal, the third differs, as does a run on inputs of
+// another shape.
+func TestFragmentEqualComparesStructure(t *testing.T) {
+	cut := func(n int64, c float64) *Fragment {
+		b := NewBuilder()
+		x := b.Param(T(F32, n))
+		nodes, params := b.Len(), b.NumParams()
+		y := b.Add(b.Mul(x, b.BroadcastTo(b.Param(T(F32)), x.T.Shape)), b.BroadcastTo(b.Scalar(F32, c), x.T.Shape))
+		f, _, ok := b.Cut(nodes, params, []*Value{x}, []*Value{y})
+		if !ok {
+			t.Fatal("Cut refused a run on its input")
+		}
+		return f
+	}
+	a, b := cut(4, 1), cut(4, 1)
+	if !a.Equal(b) || !b.Equal(a) {
+		t.Error("two cuts of the same run differ")
+	}
+	if a.Equal(cut(4, 2)) {
+		t.Error("runs with other constants compare equal")
+	}
+	if a.Equal(cut(5, 1)) {
+		t.Error("runs on inputs of another shape compare equal")
+	}
+	if len(a.Inputs()) != 1 || !a.Inputs()[0].Equal(T(F32, 4)) {
+		t.Errorf("Inputs: %v", a.Inputs())
+	}
+}

@@ -43,7 +43,7 @@ def test_format_report_from_known_counts():
         "cache_hits": 9, "cache_misses": 3, "strict_fast_path_hits": 0, "fused_fast_path_hits": 350, "disk_cache_hits": 1, "remote_cache_hits": 0,
         "disk_cache_misses": 2, "remote_cache_misses": 2, "cache_load_seconds": 0.5, "persistent_cache_tiers": ["disk", "remote"],
         "executions": 12, "execute_launch_seconds": 0.25, "execute_device_seconds": 2.0, "ops_recorded": 400,
-        "op_seconds": 0.125,
+        "op_seconds": 0.125, "step_replays": 40, "step_replay_ops": 1200, "step_replay_reruns": 80, "step_replay_fallbacks": 1,
         "donated_buffers": 30, "flushes_by_reason": {"step mark": 10, "to-host read": 2},
         "host_to_device_transfers": 4, "host_to_device_bytes": 3 * 1024 * 1024, "device_to_host_transfers": 10,
         "device_to_host_bytes": 40, "cpu_fallbacks": {"aten::foo": 2}, "memory_allocated": 2048, "live_storages": 5,
@@ -58,6 +58,7 @@ def test_format_report_from_known_counts():
     assert "  load time              0.500 s" in lines
     assert "  device time (traced)   2.000 s" in lines
     assert "  fused fast path hits   350" in lines
+    assert "  step replays           40 (1200 ops replayed, 80 rerun, 1 fallbacks)" in lines
     assert "  op time (host)         0.125 s" in lines
     assert "  flushes by reason      step mark: 10, to-host read: 2" in lines
     assert "  host to device         4 copies, 3.0 MiB" in lines

@@ -54,6 +54,8 @@ def format_report(m):
     add(f"  ops recorded           {m['ops_recorded']}")
     add(f"  op time (host)         {m['op_seconds']:.3f} s")
     add(f"  fused fast path hits   {m['fused_fast_path_hits']}")
+    add(f"  step replays           {m['step_replays']} ({m['step_replay_ops']} ops replayed, "
+        f"{m['step_replay_reruns']} rerun, {m['step_replay_fallbacks']} fallbacks)")
     add(f"  donated buffers        {m['donated_buffers']}")
     add("  flushes by reason      " + (", ".join(f"{k}: {v}" for k, v in _by_count(m["flushes_by_reason"])) or "none"))
     add("Transfers:")
