@@ -59,6 +59,9 @@ type Ctx struct {
 	// values the rule knows from its arguments alone (arange); the engine keeps
 	// it for index checks, so indices made on the device need no read either.
 	Ranges map[int][2]int64
+	// Pads holds, by result index, the results the rule returns in padded
+	// form (padded.go).
+	Pads map[int]PadResult
 }
 
 // KnowRange records that every value of integer result i lies in [lo, hi].

@@ -26,6 +26,7 @@ type Storage struct {
 	buf     *pjrt.Buffer   // concrete value, if any
 	pending *hlo.Value     // value in the current graph, if any
 	known   *intRange      // value range of host-written integers, if known
+	pad     *padding       // how buf or pending is padded, if it is (pad.go)
 }
 
 // Engine is one PJRT client and the state of its devices.
@@ -68,6 +69,8 @@ type Engine struct {
 	hcBase      pjrt.HostCacheStats // host cache counters at the last metrics reset
 	hostCache   bool                // the plugin's large host blocks are cached (hostcache.go)
 	dev         devices             // the device ops record for, and the others' pending state (devices.go)
+	padOn       bool                // results may be padded (pad.go, TORCHTPU_PAD)
+	padMin      int64               // the smallest capacity of a padded result (TORCHTPU_PAD_MIN)
 
 	capture        *capture        // the program being captured, if any (capture.go)
 	captureAborted string          // why the last capture stopped early
@@ -109,6 +112,7 @@ func New() *Engine {
 	e.noDonate = os.Getenv("TORCHTPU_DONATE") == "0"
 	e.noFusedPath = os.Getenv("TORCHTPU_FUSED_FAST_PATH") == "0"
 	e.noPhaseCut = os.Getenv("TORCHTPU_BACKWARD_CUT") == "0"
+	e.padOn, e.padMin = padSettings()
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
 	}

@@ -43,7 +43,7 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 	if !e.capturing() && t.Offset == 0 && t.view().isContiguous() && int64(len(src)) == st.nbytes {
 		// The whole storage is replaced: the new buffer becomes its value.
 		e.dropBuffer(st.buf)
-		st.buf, st.pending = buf, nil
+		st.buf, st.pending, st.pad = buf, nil, nil
 		st.shaped, st.dtype, st.shape = true, t.DType, append([]int64{}, t.Sizes...)
 		st.known = hostIntRange(src, t.DType)
 		return nil
@@ -95,6 +95,9 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	if (st.pending != nil || st.buf != nil) && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {
 		if err := e.flush(); err != nil {
 			return err
+		}
+		if st.buf != nil && st.pad != nil {
+			return e.copyPaddedToHost(st, dst)
 		}
 		if st.buf != nil {
 			return e.copyToHost(st.buf, dst, "tensor")

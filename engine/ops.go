@@ -72,7 +72,7 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		return nil, err
 	}
 	var p *plan
-	if m.mode != planNone && len(c.Ranges) == 0 { // a replay would not keep the ranges
+	if m.mode != planNone && len(c.Ranges) == 0 && len(c.Pads) == 0 { // a replay would keep neither ranges nor padding
 		p = e.learn(m, args, outs)
 	}
 	if err := e.recorded(op); err != nil {
@@ -172,13 +172,14 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 	switch entry.Variant {
 	case dispatch.Functional:
 		for k, r := range results {
-			o, err := e.newOutput(r, k)
+			o, err := e.newOutput(r, k, c.Pads)
 			if err != nil {
 				return nil, nil, err
 			}
 			outs = append(outs, o)
 		}
 	case dispatch.Inplace:
+		results = cutPadded(c, results)
 		// self is a tensor, or a tensor list for the _foreach_ ops.
 		for i, h := range args[0].Handles {
 			if i >= len(results) {
@@ -189,7 +190,7 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 			}
 		}
 	case dispatch.OutVariant:
-		if err := e.writeOuts(op, entry.Rule, args, results); err != nil {
+		if err := e.writeOuts(op, entry.Rule, args, cutPadded(c, results)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -327,18 +328,40 @@ func (e *Engine) writeResultAs(d *TensorDesc, r *hlo.Value, what string, anyCast
 
 // newOutput allocates a storage holding new result k, r, as its pending
 // value: contiguous, or in the memory order the caller asked for (layout.go).
-func (e *Engine) newOutput(r *hlo.Value, k int) (OutTensor, error) {
-	r = laidOut(e.d.g.b, r, e.outputOrder(k, len(r.T.Shape)))
+// A result the rule returned padded (pads) keeps its padding when it is
+// contiguous (pad.go).
+func (e *Engine) newOutput(r *hlo.Value, k int, pads map[int]dispatch.PadResult) (OutTensor, error) {
+	order := e.outputOrder(k, len(r.T.Shape))
+	var pad *padding
+	if pr, ok := pads[k]; ok {
+		r, pad = padResult(e.d.g.b, r, pr, order)
+	}
+	r = laidOut(e.d.g.b, r, order)
 	d := dispatch.FromElem(r.T.Elem)
-	n := numel(r.T.Shape) * int64(d.Size())
+	shape := append([]int64{}, r.T.Shape...)
+	if pad != nil {
+		shape[pad.dim] = pads[k].Size
+	}
+	n := numel(shape) * int64(d.Size())
 	addr, err := e.newStorage(n, e.dev.cur)
 	if err != nil {
 		return OutTensor{}, err
 	}
 	st := e.storages[addr]
-	st.shaped, st.dtype, st.shape = true, d, append([]int64{}, r.T.Shape...)
+	st.shaped, st.dtype, st.shape, st.pad = true, d, shape, pad
 	e.setPending(st, r)
 	return OutTensor{Addr: addr, NBytes: n, DType: d, Sizes: st.shape}, nil
+}
+
+// cutPadded cuts the results a rule returned padded to their sizes, for
+// results written into arguments.
+func cutPadded(c *dispatch.Ctx, results []*hlo.Value) []*hlo.Value {
+	for k, pr := range c.Pads {
+		if k < len(results) && pr.Dim >= 0 && pr.Dim < results[k].T.Rank() {
+			results[k] = cutTo(c.B, results[k], pr.Dim, pr.Size)
+		}
+	}
+	return results
 }
 
 // checkDTypes rejects tensor arguments of a dtype the device cannot hold

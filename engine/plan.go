@@ -181,7 +181,7 @@ func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, pending bool) bool {
 		return true
 	}
 	st, found := e.storages[t.Addr]
-	if !found || (!pending && (!st.shaped || st.buf == nil || st.pending != nil)) {
+	if !found || st.pad != nil || (!pending && (!st.shaped || st.buf == nil || st.pending != nil)) {
 		return false
 	}
 	w.u(uint64(st.nbytes))
