@@ -31,12 +31,17 @@ type PaddedReader interface {
 	// PaddedCap returns the capacity of tensor argument h when ReadPadded
 	// would read it in padded form along dim, recording nothing.
 	PaddedCap(h any, dim int) (capacity int64, ok bool)
+	// Appended reports whether tensor argument h, read whole, holds the
+	// result of an append along dim (a result returned padded to its own
+	// size).
+	Appended(h any, dim int) bool
 	// PadCapacity returns the capacity a result of size n along a growing
 	// dimension gets; ok is false when results are not padded now.
 	PadCapacity(n int64) (capacity int64, ok bool)
 }
 
 // PadResult is a result a rule returns in padded form: its size along Dim.
+// A result whose capacity is its size is held plain and marked as an append.
 type PadResult struct {
 	Dim  int
 	Size int64
@@ -68,6 +73,12 @@ func (c *Ctx) paddedCap(i, index, dim int) (int64, bool) {
 		return 0, false
 	}
 	return pr.PaddedCap(c.Args[i].Handles[index], dim)
+}
+
+// appended is Appended through the context's reader, when it has one.
+func (c *Ctx) appended(index, dim int) bool {
+	pr, ok := c.R.(PaddedReader)
+	return ok && pr.Appended(c.Args[0].Handles[index], dim)
 }
 
 // padCapacity is PadCapacity through the context's reader, when it has one.

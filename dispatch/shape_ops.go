@@ -55,13 +55,15 @@ func catRule(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{c.B.Concatenate(int(dim), parts...)}, nil
 }
 
-// catAppend lowers cat along dim as an append in padded form (padded.go).
-// When the first input is held padded along dim and the others fit in its
-// capacity, the result is its padded value with the others written at its
-// size: one program for every size up to the capacity. A first input not
-// held padded starts padding when the others are small beside it (together
-// at most a quarter of its size), the shape of a loop that appends a step
-// at a time. ok is false when neither applies or padding is off.
+// catAppend lowers cat along dim as an append (padded.go). When the first
+// input is held padded along dim, the result is its padded value with the
+// others written at its size: one program for every size up to the
+// capacity (grown to the next one when they do not fit). A first input not
+// held padded whose own value is an append, with the others small beside it
+// (together at most a quarter of its size), starts padding: that is a loop
+// appending a step at a time. A first append only marks its result as one
+// (its value is the plain concatenation), so a cat done once never pads.
+// ok is false when none of these applies or padding is off.
 func catAppend(c *Ctx, d DType, dim int, inputs []int) (*hlo.Value, bool) {
 	if len(inputs) < 2 {
 		return nil, false
@@ -74,16 +76,23 @@ func catAppend(c *Ctx, d DType, dim int, inputs []int) (*hlo.Value, bool) {
 	if rest == 0 {
 		return nil, false
 	}
-	p, held := c.readPadded(0, inputs[0], dim)
-	if !held && 4*rest > n0 {
-		return nil, false
-	}
 	capacity, ok := c.padCapacity(n0 + rest)
 	if !ok {
 		return nil, false
 	}
-	if held && n0+rest <= p.Cap {
-		capacity = p.Cap
+	_, held := c.paddedCap(0, inputs[0], dim)
+	if !held && 4*rest > n0 {
+		return nil, false
+	}
+	if !held && !c.appended(inputs[0], dim) {
+		capacity = n0 + rest // a first append: marked, not padded
+	}
+	var p Padded
+	if held {
+		p, _ = c.readPadded(0, inputs[0], dim)
+		if n0+rest <= p.Cap {
+			capacity = p.Cap
+		}
 	}
 	b := c.B
 	tail := make([]*hlo.Value, 0, len(inputs)-1)

@@ -27,6 +27,7 @@ type Storage struct {
 	pending *hlo.Value     // value in the current graph, if any
 	known   *intRange      // value range of host-written integers, if known
 	pad     *padding       // how buf or pending is padded, if it is (pad.go)
+	grown   int            // 1 + the dimension along which the value is an append, or 0 (pad.go)
 }
 
 // Engine is one PJRT client and the state of its devices.

@@ -43,7 +43,7 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 	if !e.capturing() && t.Offset == 0 && t.view().isContiguous() && int64(len(src)) == st.nbytes {
 		// The whole storage is replaced: the new buffer becomes its value.
 		e.dropBuffer(st.buf)
-		st.buf, st.pending, st.pad = buf, nil, nil
+		st.buf, st.pending, st.pad, st.grown = buf, nil, nil, 0
 		st.shaped, st.dtype, st.shape = true, t.DType, append([]int64{}, t.Sizes...)
 		st.known = hostIntRange(src, t.DType)
 		return nil

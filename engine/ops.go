@@ -349,6 +349,9 @@ func (e *Engine) newOutput(r *hlo.Value, k int, pads map[int]dispatch.PadResult)
 	}
 	st := e.storages[addr]
 	st.shaped, st.dtype, st.shape, st.pad = true, d, shape, pad
+	if pad != nil && pad.cap == shape[pad.dim] {
+		st.pad, st.grown = nil, pad.dim+1 // a first append: plain, marked
+	}
 	e.setPending(st, r)
 	return OutTensor{Addr: addr, NBytes: n, DType: d, Sizes: st.shape}, nil
 }

@@ -14,7 +14,8 @@ import (
 // along one dimension: its shape stays the base shape PyTorch sees, while its
 // buffer or pending value has pad.cap elements in dimension pad.dim, those
 // past shape[pad.dim] zero. Only a rule that returns a padded result makes
-// one (cat as an append), and only rules that ask for the padded form
+// one (cat as an append, from the second append on: a first append's result
+// is plain and only marked as grown), and only rules that ask for the padded form
 // (ReadPadded) compute on it; the size then reaches the program as a runtime
 // scalar, so a tensor that grows by a step at a time is read and appended to
 // by one program per capacity instead of one per size. Everything else sees
@@ -67,6 +68,16 @@ func (e *Engine) PadCapacity(n int64) (int64, bool) {
 		c *= 2
 	}
 	return c, true
+}
+
+// Appended implements dispatch.PaddedReader.
+func (e *Engine) Appended(h any, dim int) bool {
+	t := h.(*TensorDesc)
+	if t.CPU || t.Addr == 0 || e.capturing() {
+		return false
+	}
+	st := e.storages[t.Addr]
+	return st != nil && st.grown == dim+1 && st.dtype == t.DType && t.offsetFreeWhole(st.shape)
 }
 
 // PaddedCap implements dispatch.PaddedReader.

@@ -187,6 +187,7 @@ func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, pending bool) bool {
 	w.u(uint64(st.nbytes))
 	w.u(uint64(st.dtype))
 	w.i64s(st.shape)
+	w.u(uint64(st.grown)) // cat pads an append to an append
 	if pending {
 		w.u(uint64(storageState(st)))
 		if st.pending != nil {

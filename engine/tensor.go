@@ -207,6 +207,7 @@ func (e *Engine) write(t *TensorDesc, val *hlo.Value) error {
 		return err
 	}
 	e.unpad(st)
+	st.grown = 0
 	b := e.d.g.b
 	if !st.shaped {
 		if t.Offset == 0 && t.view().isContiguous() && numel(t.Sizes)*int64(t.DType.Size()) == st.nbytes {
