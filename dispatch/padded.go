@@ -32,19 +32,19 @@ type PaddedReader interface {
 	// would read it in padded form along dim, recording nothing.
 	PaddedCap(h any, dim int) (capacity int64, ok bool)
 	// Appended reports whether tensor argument h, read whole, holds the
-	// result of an append along dim (a result returned padded to its own
-	// size).
+	// result of an append along dim (a result declared with AppendedAt).
 	Appended(h any, dim int) bool
 	// PadCapacity returns the capacity a result of size n along a growing
 	// dimension gets; ok is false when results are not padded now.
 	PadCapacity(n int64) (capacity int64, ok bool)
 }
 
-// PadResult is a result a rule returns in padded form: its size along Dim.
-// A result whose capacity is its size is held plain and marked as an append.
+// PadResult is a result a rule returns in padded form, with its size along
+// Dim; or, with Plain, a result at its own size that is an append along Dim.
 type PadResult struct {
-	Dim  int
-	Size int64
+	Dim   int
+	Size  int64
+	Plain bool
 }
 
 // PadResultAt declares that result i is returned in padded form along dim,
@@ -55,6 +55,15 @@ func (c *Ctx) PadResultAt(i, dim int, size int64) {
 		c.Pads = map[int]PadResult{}
 	}
 	c.Pads[i] = PadResult{Dim: dim, Size: size}
+}
+
+// AppendedAt declares that result i, returned at its own size, is the
+// result of an append along dim: an append to it starts padding.
+func (c *Ctx) AppendedAt(i, dim int) {
+	if c.Pads == nil {
+		c.Pads = map[int]PadResult{}
+	}
+	c.Pads[i] = PadResult{Dim: dim, Plain: true}
 }
 
 // readPadded is ReadPadded through the context's reader, when it has one.

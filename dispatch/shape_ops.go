@@ -84,9 +84,7 @@ func catAppend(c *Ctx, d DType, dim int, inputs []int) (*hlo.Value, bool) {
 	if !held && 4*rest > n0 {
 		return nil, false
 	}
-	if !held && !c.appended(inputs[0], dim) {
-		capacity = n0 + rest // a first append: marked, not padded
-	}
+	first := !held && !c.appended(inputs[0], dim)
 	var p Padded
 	if held {
 		p, _ = c.readPadded(0, inputs[0], dim)
@@ -112,8 +110,14 @@ func catAppend(c *Ctx, d DType, dim int, inputs []int) (*hlo.Value, bool) {
 		starts[dim] = p.Size
 		out = b.DynamicUpdateSlice(padTo(b, b.Convert(p.V, d.Elem()), dim, capacity), app, starts)
 	} else {
-		first := b.Convert(c.R.Read(hs[inputs[0]]), d.Elem())
-		out = padTo(b, b.Concatenate(dim, first, app), dim, capacity)
+		out = b.Concatenate(dim, b.Convert(c.R.Read(hs[inputs[0]]), d.Elem()), app)
+	}
+	if first {
+		c.AppendedAt(0, dim) // a first append: marked, not padded
+		return out, true
+	}
+	if !held {
+		out = padTo(b, out, dim, capacity)
 	}
 	c.PadResultAt(0, dim, n0+rest)
 	return out, true

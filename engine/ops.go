@@ -333,7 +333,10 @@ func (e *Engine) writeResultAs(d *TensorDesc, r *hlo.Value, what string, anyCast
 func (e *Engine) newOutput(r *hlo.Value, k int, pads map[int]dispatch.PadResult) (OutTensor, error) {
 	order := e.outputOrder(k, len(r.T.Shape))
 	var pad *padding
-	if pr, ok := pads[k]; ok {
+	grown := 0
+	if pr, ok := pads[k]; ok && pr.Plain {
+		grown = pr.Dim + 1
+	} else if ok {
 		r, pad = padResult(e.d.g.b, r, pr, order)
 	}
 	r = laidOut(e.d.g.b, r, order)
@@ -348,10 +351,7 @@ func (e *Engine) newOutput(r *hlo.Value, k int, pads map[int]dispatch.PadResult)
 		return OutTensor{}, err
 	}
 	st := e.storages[addr]
-	st.shaped, st.dtype, st.shape, st.pad = true, d, shape, pad
-	if pad != nil && pad.cap == shape[pad.dim] {
-		st.pad, st.grown = nil, pad.dim+1 // a first append: plain, marked
-	}
+	st.shaped, st.dtype, st.shape, st.pad, st.grown = true, d, shape, pad, grown
 	e.setPending(st, r)
 	return OutTensor{Addr: addr, NBytes: n, DType: d, Sizes: st.shape}, nil
 }
@@ -360,7 +360,7 @@ func (e *Engine) newOutput(r *hlo.Value, k int, pads map[int]dispatch.PadResult)
 // results written into arguments.
 func cutPadded(c *dispatch.Ctx, results []*hlo.Value) []*hlo.Value {
 	for k, pr := range c.Pads {
-		if k < len(results) && pr.Dim >= 0 && pr.Dim < results[k].T.Rank() {
+		if k < len(results) && !pr.Plain && pr.Dim >= 0 && pr.Dim < results[k].T.Rank() {
 			results[k] = cutTo(c.B, results[k], pr.Dim, pr.Size)
 		}
 	}

@@ -65,17 +65,19 @@ def test_steps_inside_one_capacity_compile_nothing(mode):
     if mode == "debug":
         pytest.skip("debug mode checks whole values after every op and pads nothing")
     ids0 = randint(0, 1000, 1, 16)
-    want, _ = token_loop(ids0, 40, whole=False)
-    marks = {}
+    want, _ = token_loop(ids0, 112, whole=False)
+    marks, newest = {}, []
 
     def step(k, ids, pos):
+        newest.append(ids[:, -1:] * 2)  # the newest token read in the step that appended it
         torch.tpu.synchronize()  # one step, one flush, as generate()'s stop check makes it
         marks[k] = compiles()
-    got, _ = token_loop(ids0.to("tpu"), 40, step, whole=False)
+    got, _ = token_loop(ids0.to("tpu"), 112, step, whole=False)
     same(got, want)
-    # Step 0 appends to the prompt, step 1 starts the padding; from step 2 on every size up to 128 is
-    # one set of programs, compiled at step 2.
-    assert marks[39] == marks[2], marks
+    assert [int(v) for v in newest] == [2 * int(v) for v in want[0, 16:]]
+    # Step 0 appends to the prompt, step 1 starts the padding; from step 2 on every size up to 128 (the last
+    # step fills the capacity exactly) is one set of programs, compiled at step 2.
+    assert marks[111] == marks[2], marks
 
 
 def test_a_new_capacity_compiles_a_bounded_set_of_programs():
