@@ -134,6 +134,9 @@ func ttpu_op(op *C.char, args *C.ttpu_arg, nargs C.int32_t, device C.int32_t, la
 		if len(res) > int(maxouts) {
 			return fmt.Errorf("%s: %d results exceed the %d the caller allows", name, len(res), maxouts)
 		}
+		if err := checkRanks(name, res); err != nil {
+			return err
+		}
 		dst := unsafe.Slice(outs, int(maxouts))
 		for i, r := range res {
 			fillOut(&dst[i], r.Addr, r.NBytes, r.DType, r.Sizes)
@@ -151,6 +154,10 @@ func ttpu_op(op *C.char, args *C.ttpu_arg, nargs C.int32_t, device C.int32_t, la
 		}
 		dst := unsafe.Slice(outs, int(maxouts))
 		for i, s := range resize.Sizes {
+			if len(s) > C.TTPU_MAX_DIMS {
+				setErr(err, errlen, fmt.Sprintf("%s: only tensors with up to %d dims are supported as tpu results (got %d)", name, C.TTPU_MAX_DIMS, len(s)))
+				return C.TTPU_ERROR
+			}
 			fillOut(&dst[i], 0, 0, 0, s)
 			if i < len(resize.Modes) {
 				dst[i].dtype = C.int32_t(resize.Modes[i])
@@ -160,6 +167,16 @@ func ttpu_op(op *C.char, args *C.ttpu_arg, nargs C.int32_t, device C.int32_t, la
 		return C.TTPU_NEEDS_RESIZE
 	}
 	return status
+}
+
+// checkRanks refuses results of more dimensions than a ttpu_out holds.
+func checkRanks(name string, res []engine.OutTensor) error {
+	for _, r := range res {
+		if len(r.Sizes) > C.TTPU_MAX_DIMS {
+			return fmt.Errorf("%s: only tensors with up to %d dims are supported as tpu results (got %d)", name, C.TTPU_MAX_DIMS, len(r.Sizes))
+		}
+	}
+	return nil
 }
 
 func fillOut(o *C.ttpu_out, addr uint64, nbytes int64, d dispatch.DType, sizes []int64) {

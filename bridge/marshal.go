@@ -25,9 +25,13 @@ func tensorDesc(t *C.ttpu_tensor) *engine.TensorDesc {
 		CPU:     t.device == C.TTPU_DEV_CPU || t.device == C.TTPU_DEV_CPU_NUMBER,
 		Number:  t.device == C.TTPU_DEV_CPU_NUMBER,
 	}
-	for i := 0; i < n; i++ {
-		d.Sizes[i] = int64(t.sizes[i])
-		d.Strides[i] = int64(t.strides[i])
+	if n > 0 {
+		for i, s := range unsafe.Slice((*int64)(unsafe.Pointer(t.sizes)), n) {
+			d.Sizes[i] = s
+		}
+		for i, s := range unsafe.Slice((*int64)(unsafe.Pointer(t.strides)), n) {
+			d.Strides[i] = s
+		}
 	}
 	if d.CPU && t.host != nil && d.DType.Supported() {
 		d.Host = C.GoBytes(t.host, C.int(d.DType.Size()))

@@ -89,6 +89,23 @@ func ttpu_program_outputs(handle C.int64_t) C.int32_t {
 	return C.int32_t(eng.ProgramOutputs(int64(handle)))
 }
 
+//export ttpu_program_text
+func ttpu_program_text(handle C.int64_t, buf *C.char, n C.int64_t) (size C.int64_t) {
+	defer func() {
+		if recover() != nil {
+			size = -1
+		}
+	}()
+	text, ok := eng.ProgramText(int64(handle))
+	if !ok {
+		return -1
+	}
+	if buf != nil && n > 0 {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n)), text)
+	}
+	return C.int64_t(len(text))
+}
+
 //export ttpu_program_free
 func ttpu_program_free(handle C.int64_t) {
 	defer func() { recover() }()
@@ -115,6 +132,9 @@ func ttpu_program_run(handle C.int64_t, inputs *C.ttpu_tensor, nin C.int32_t, se
 		}
 		if len(res) > int(maxouts) {
 			return fmt.Errorf("torchtpu: a compiled program gave %d results, the caller allows %d", len(res), maxouts)
+		}
+		if err := checkRanks("torchtpu: a compiled program", res); err != nil {
+			return err
 		}
 		if len(res) > 0 {
 			dst := unsafe.Slice(outs, int(maxouts))

@@ -38,7 +38,9 @@ typedef int32_t ttpu_status;
 #define TTPU_TYPE_ERROR 9
 #define TTPU_NOT_IMPLEMENTED 10
 
-#define TTPU_MAX_DIMS 12
+/* The most dimensions of a new result (ttpu_out, ttpu_layout): CPU's reductions stop at 64 too. Tensor
+ * arguments (ttpu_tensor) point at their sizes and have no limit. */
+#define TTPU_MAX_DIMS 64
 
 /* Device codes of ttpu_tensor.device. */
 #define TTPU_DEV_TPU 0
@@ -52,8 +54,8 @@ typedef struct {
   int64_t offset;         /* storage offset, in elements */
   int32_t dtype;          /* c10::ScalarType code */
   int32_t ndim;
-  int64_t sizes[TTPU_MAX_DIMS];
-  int64_t strides[TTPU_MAX_DIMS]; /* in elements */
+  const int64_t* sizes;   /* ndim entries; valid for the duration of the call */
+  const int64_t* strides; /* ndim entries, in elements */
   int32_t device;         /* TTPU_DEV_* */
   int32_t pad_;
   const void* host;       /* TTPU_DEV_CPU only: the element data, contiguous */
@@ -283,6 +285,10 @@ int32_t ttpu_program_outputs(int64_t handle);
 ttpu_status ttpu_program_run(int64_t handle, const ttpu_tensor* inputs, int32_t ninputs, const int64_t* seeds,
                              int32_t nseeds, ttpu_out* outs, int32_t maxouts, int32_t* nouts, char* err,
                              int64_t errlen);
+
+/* ttpu_program_text copies up to n bytes of the StableHLO text program handle was compiled from into buf
+ * (buf may be NULL) and returns the text's whole length, or -1 when handle names no program. */
+int64_t ttpu_program_text(int64_t handle, char* buf, int64_t n);
 
 /* ttpu_program_free releases a program. */
 void ttpu_program_free(int64_t handle);

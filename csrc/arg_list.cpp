@@ -19,18 +19,14 @@ ttpu_tensor describe(const at::Tensor& t) {
   if (!t.defined()) {
     return d;
   }
-  TORCH_CHECK(t.dim() <= TTPU_MAX_DIMS, "torchtpu: tensors of more than ", TTPU_MAX_DIMS,
-              " dimensions are not supported (got ", t.dim(), ")");
   const auto& storage = t.storage();
   d.data = address_of(storage.data());
   d.storage_nbytes = static_cast<int64_t>(storage.nbytes());
   d.offset = t.storage_offset();
   d.dtype = static_cast<int32_t>(t.scalar_type());
   d.ndim = static_cast<int32_t>(t.dim());
-  for (int64_t i = 0; i < t.dim(); ++i) {
-    d.sizes[i] = t.size(i);
-    d.strides[i] = t.stride(i);
-  }
+  d.sizes = t.sizes().data();
+  d.strides = t.strides().data();
   return d;
 }
 

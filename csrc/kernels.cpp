@@ -76,11 +76,7 @@ at::Tensor unfold(const at::Tensor& self, int64_t dimension, int64_t size, int64
 
 at::Tensor view_as_real(const at::Tensor& self) { return at::native::view_as_real(self); }
 
-at::Tensor view_as_complex(const at::Tensor& self) {
-  TORCH_CHECK(self.scalar_type() != c10::ScalarType::Half,
-              "torchtpu: view_as_complex: dtype complex32 (from a float16 tensor) is not supported on tpu");
-  return at::native::view_as_complex(self);
-}
+at::Tensor view_as_complex(const at::Tensor& self) { return at::native::view_as_complex(self); }
 
 // grow_storage makes self's storage large enough for nbytes (never shrinks it).
 void grow_storage(c10::TensorImpl* impl, size_t nbytes) {
@@ -224,6 +220,7 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
               self.device(), " and ", other.device());
   TORCH_CHECK(self.dtype() == other.dtype(), "Expected self and other to have same dtype, but got ", self.dtype(),
               " and ", other.dtype());
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kComplexHalf, "\"equal_cpu\" not implemented for 'ComplexHalf'");
   if (!self.is_same_size(other)) {
     return false;
   }

@@ -102,6 +102,14 @@ int64_t graph_capture_end() {
   return handle;
 }
 
+std::string program_text(int64_t handle) {
+  const int64_t n = ttpu_program_text(handle, nullptr, 0);
+  TORCH_CHECK(n >= 0, "torchtpu: no compiled program ", handle);
+  std::string text(static_cast<size_t>(n), '\0');
+  ttpu_program_text(handle, text.data(), n);
+  return text;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(torchtpu, m) {
@@ -111,6 +119,7 @@ TORCH_LIBRARY_FRAGMENT(torchtpu, m) {
   m.def("graph_capture_begin() -> ()", &graph_capture_begin);
   m.def("graph_capture_end() -> int", &graph_capture_end);
   m.def("run_program(int handle, Tensor[] inputs) -> (Tensor[], str)", &run_program);
+  m.def("program_text(int handle) -> str", &program_text);
 }
 
 }  // namespace torchtpu

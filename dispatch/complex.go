@@ -14,7 +14,9 @@ var complexUnary = map[string]bool{
 }
 
 // complexParts checks the real and imaginary (or abs and angle) arguments of
-// complex and polar: float32 or float64 tensors of one dtype.
+// complex and polar: float16, float32 or float64 tensors of one dtype. It
+// returns the dtype to compute the parts in: float32 for float16 parts, whose
+// complex32 result is computed as complex64.
 func complexParts(c *Ctx) (DType, error) {
 	a, b := c.Meta(0).DType, c.Meta(1).DType
 	ok := func(d DType) bool { return d == Float32 || d == Float64 || d == Float16 }
@@ -27,7 +29,8 @@ func complexParts(c *Ctx) (DType, error) {
 			scalarTypeName(a), scalarTypeName(b))
 	}
 	if a == Float16 {
-		return 0, Errorf("dtype complex32 (from %s inputs) is not supported on tpu", a)
+		c.SetComplexHalf()
+		return Float32, nil
 	}
 	return a, nil
 }

@@ -38,7 +38,10 @@ const (
 )
 
 // The complex ScalarType codes. ComplexHalf (complex32) has no XLA element
-// type, so it is never Supported.
+// type: rules compute it as complex64 (its Elem), as PyTorch's CPU kernels
+// compute it in complex<float>, and a storage holds it as float16 (real,
+// imaginary) pairs, CPU's bytes (engine/stored.go). Only the ops CPU
+// implements for it run on tpu for it (ComplexHalfOp).
 const (
 	ComplexHalf DType = 8
 	Complex64   DType = 9
@@ -54,7 +57,7 @@ var dtypeInfo = map[DType]struct {
 	Int32: {"int32", hlo.S32, 4}, Int64: {"int64", hlo.S64, 8}, Float16: {"float16", hlo.F16, 2},
 	Float32: {"float32", hlo.F32, 4}, Float64: {"float64", hlo.F64, 8}, Bool: {"bool", hlo.Pred, 1},
 	BFloat16: {"bfloat16", hlo.BF16, 2}, Complex64: {"complex64", hlo.C64, 8},
-	Complex128: {"complex128", hlo.C128, 16}, UInt64: {"uint64", hlo.U64, 8},
+	Complex128: {"complex128", hlo.C128, 16}, ComplexHalf: {"complex32", hlo.C64, 4}, UInt64: {"uint64", hlo.U64, 8},
 	UInt16: {"uint16", hlo.U16, 2}, UInt32: {"uint32", hlo.U32, 4},
 }
 
@@ -66,13 +69,11 @@ func (d DType) String() string {
 	if i, ok := dtypeInfo[d]; ok {
 		return i.name
 	}
-	if d == ComplexHalf {
-		return "complex32"
-	}
 	return fmt.Sprintf("dtype(%d)", int32(d))
 }
 
-// Elem returns the StableHLO element type of d.
+// Elem returns the StableHLO element type rules compute d in: d's own,
+// except complex64 for complex32.
 func (d DType) Elem() hlo.Elem { return dtypeInfo[d].elem }
 
 // Size returns the bytes per element of d.
@@ -121,10 +122,11 @@ func (d DType) IsIntegral(withBool bool) bool {
 	return false
 }
 
-// FromElem returns the dtype whose element type is e.
+// FromElem returns the dtype whose element type is e (complex64 for
+// complex<f32>: a complex32 result is named by the op, Ctx.ResultDType).
 func FromElem(e hlo.Elem) DType {
 	for d, i := range dtypeInfo {
-		if i.elem == e {
+		if i.elem == e && d != ComplexHalf {
 			return d
 		}
 	}

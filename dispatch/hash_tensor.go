@@ -25,7 +25,7 @@ func hashTensor(c *Ctx) ([]*hlo.Value, error) {
 	}
 	for _, d := range dims {
 		if m.Sizes[d] == 0 {
-			return nil, Errorf("hash_tensor: Expected reduction dim %d to have non-zero size.", d)
+			return nil, IndexErrorf("hash_tensor: Expected reduction dim %d to have non-zero size.", d)
 		}
 	}
 	b := c.B

@@ -77,19 +77,20 @@ func linalgCholeskyEx(c *Ctx) ([]*hlo.Value, error) {
 	return []*hlo.Value{l, info}, nil
 }
 
-// cholLower returns a Cholesky factor argument (upper: U with A = U^T U) as
-// the lower factor L = U^T, its other triangle zeroed.
+// cholLower returns a Cholesky factor argument (upper: U with A = U^H U) as
+// the lower factor L = U^H, its other triangle zeroed.
 func cholLower(b *hlo.Builder, f *hlo.Value, upper bool) *hlo.Value {
 	if upper {
-		return luTril(b, luMT(b, f), 0)
+		return luTril(b, luMH(b, f), 0)
 	}
 	return luTril(b, f, 0)
 }
 
-// cholSolve solves (L L^T) x = rhs for the lower factor l.
+// cholSolve solves (L L^H) x = rhs for the lower factor l (L^H x = y is
+// solved as the transpose of conj(L)).
 func cholSolve(b *hlo.Builder, l, rhs *hlo.Value) *hlo.Value {
 	y := triSolve(b, l, rhs, true, true, false, false)
-	return triSolve(b, l, y, true, true, false, true)
+	return triSolve(b, luConj(b, l), y, true, true, false, true)
 }
 
 // cholSolveHelper is _cholesky_solve_helper(self, A, upper): it solves
@@ -112,13 +113,13 @@ func choleskyInverse(c *Ctx) ([]*hlo.Value, error) {
 	if err := luSquareCheck("cholesky_inverse", m, "input"); err != nil {
 		return nil, err
 	}
-	if err := luDTypeCheck("cholesky_inverse", "cholesky_inverse_out_cpu", true, m); err != nil {
+	if err := luComplexCheck("cholesky_inverse", "cholesky_inverse_out_cpu", true, m); err != nil {
 		return nil, err
 	}
 	l := cholLower(c.B, c.T(0), c.Bool(1, false))
-	// inv(L L^T) = L^-T L^-1 = X^T X with X = L^-1.
+	// inv(L L^H) = L^-H L^-1 = X^H X with X = L^-1.
 	x := triSolve(c.B, l, luEye(c.B, l.T.Elem, l.T.Shape), true, true, false, false)
-	return []*hlo.Value{luMatmul(c.B, luMT(c.B, x), x)}, nil
+	return []*hlo.Value{luMatmul(c.B, luMH(c.B, x), x)}, nil
 }
 
 func init() {

@@ -50,7 +50,8 @@ func luFactor(b *hlo.Builder, a *hlo.Value) luResult {
 		kVec := rb.BroadcastInDim(i, vecT.Shape, nil)
 		// The pivot row: first largest |A[j, k]| with j >= k.
 		col := rb.Reshape(rb.DynamicSlice(A, at(zero, i), luWith(batch, m, 1)), luWith(batch, m)...)
-		cand := rb.Select(rb.Compare(hlo.GE, rowIdx, kVec), rb.Abs(col), rb.Constant(col.T, -1))
+		mag := luPivotMagnitude(rb, col)
+		cand := rb.Select(rb.Compare(hlo.GE, rowIdx, kVec), mag, rb.Constant(mag.T, -1))
 		_, p := rb.ReduceArg(cand, rowIdx, int64(r-2), hlo.GT)
 		isK := rb.Compare(hlo.EQ, rowIdx, kVec)
 		isP := rb.Compare(hlo.EQ, rowIdx, rb.BroadcastInDim(p, vecT.Shape, bdims))
@@ -91,6 +92,15 @@ func luFactor(b *hlo.Builder, a *hlo.Value) luResult {
 		return []*hlo.Value{A, piv, perm, info}
 	})
 	return luResult{outs[0], outs[1], outs[2], outs[3]}
+}
+
+// luPivotMagnitude is the magnitude LAPACK's getrf compares when it picks a
+// pivot: |x| for real x, |re x| + |im x| for complex x (izamax's measure).
+func luPivotMagnitude(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	if !x.T.Elem.IsComplex() {
+		return b.Abs(x)
+	}
+	return b.Add(b.Abs(b.Real(x)), b.Abs(b.Imag(x)))
 }
 
 // luPermFromPivots applies the row swaps of pivots (batch..., k), 1-based,
@@ -156,7 +166,7 @@ func linalgLuFactorEx(c *Ctx) ([]*hlo.Value, error) {
 	if m.Rank() < 2 {
 		return nil, Errorf("torch.linalg.lu_factor: Expected tensor with 2 or more dimensions. Got size: %s instead", shapeString(m.Sizes))
 	}
-	if err := luDTypeCheck("linalg.lu_factor", "lu_cpu", true, m); err != nil {
+	if err := luComplexCheck("linalg.lu_factor", "lu_cpu", true, m); err != nil {
 		return nil, err
 	}
 	if !c.Bool(1, true) {
@@ -202,7 +212,7 @@ func linalgLu(c *Ctx) ([]*hlo.Value, error) {
 	if m.Rank() < 2 {
 		return nil, Errorf("linalg.lu: Expected tensor with 2 or more dimensions. Got size: %s instead", shapeString(m.Sizes))
 	}
-	if err := luDTypeCheck("linalg.lu", "lu_cpu", true, m); err != nil {
+	if err := luComplexCheck("linalg.lu", "lu_cpu", true, m); err != nil {
 		return nil, err
 	}
 	if !c.Bool(1, true) {

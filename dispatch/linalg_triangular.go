@@ -15,7 +15,7 @@ func triOperands(c *Ctx, fn string, ai, bi int, left bool) (*hlo.Value, *hlo.Val
 	if err := luSquareCheck(fn, am, "A"); err != nil {
 		return nil, nil, err
 	}
-	if err := luDTypeCheck(fn, "triangular_solve_cpu", true, am); err != nil {
+	if err := luComplexCheck(fn, "triangular_solve_cpu", true, am); err != nil {
 		return nil, nil, err
 	}
 	if am.DType != bm.DType {

@@ -112,6 +112,27 @@ func luSquareCheck(fn string, m TensorMeta, arg string) error {
 // luFloatCheck checks that m is float32 or float64, as LAPACK kernels need.
 func luFloatCheck(fn string, m TensorMeta) error { return luDTypeCheck(fn, "", false, m) }
 
+// luComplexCheck is luDTypeCheck for rules with a complex lowering: it
+// accepts complex64 and complex128 as well.
+func luComplexCheck(fn, kernel string, intKernel bool, m TensorMeta) error {
+	if m.DType == Complex64 || m.DType == Complex128 {
+		return nil
+	}
+	return luDTypeCheck(fn, kernel, intKernel, m)
+}
+
+// luMH returns the conjugate transpose of the matrices of x (the transpose
+// for real x).
+func luMH(b *hlo.Builder, x *hlo.Value) *hlo.Value { return luConj(b, luMT(b, x)) }
+
+// luConj returns the complex conjugate of x, or x when it is real.
+func luConj(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	if !x.T.Elem.IsComplex() {
+		return x
+	}
+	return b.Complex(b.Real(x), b.Neg(b.Imag(x)))
+}
+
 // luDTypeCheck checks that m is float32 or float64 with the error PyTorch's
 // CPU kernels give otherwise: half types fail in the kernel's dispatch
 // ("kernel" not implemented) or, without a kernel name, with fn's "Low
@@ -126,10 +147,10 @@ func luDTypeCheck(fn, kernel string, intKernel bool, m TensorMeta) error {
 			return Errorf("%s: Low precision dtypes not supported. Got %s", fn, scalarTypeName(m.DType))
 		}
 		return notImplemented(kernel, m.DType)
+	case m.DType.IsComplex() && m.DType != ComplexHalf:
+		return ErrRunOnCPU
 	case intKernel:
 		return notImplemented(kernel, m.DType)
-	case m.DType.IsComplex():
-		return ErrRunOnCPU
 	}
 	return Errorf("%s: Expected a floating point or complex tensor as input. Got %s", fn, scalarTypeName(m.DType))
 }

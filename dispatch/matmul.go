@@ -71,6 +71,8 @@ func scalarTypeName(d DType) string {
 		return "ComplexFloat"
 	case Complex128:
 		return "ComplexDouble"
+	case ComplexHalf:
+		return "ComplexHalf"
 	}
 	return d.String()
 }
@@ -119,12 +121,30 @@ func scaleBy(c *Ctx, x *hlo.Value, v float64) *hlo.Value {
 	return c.B.Mul(x, c.B.BroadcastTo(c.R.Scalar(v, x.T.Elem), x.T.Shape))
 }
 
+// addScaledTo returns addScaled's sum rounded once to dtype d, from a
+// product accumulated in accumElem(d) (float32 for the half types, as CPU's
+// addmm and baddbmm kernels compute).
+func addScaledTo(c *Ctx, d DType, selfIdx int, prod *hlo.Value, beta, alpha float64) ([]*hlo.Value, error) {
+	r, err := addScaled(c, selfIdx, prod, beta, alpha)
+	if err != nil {
+		return nil, err
+	}
+	if r.T.Elem != d.Elem() {
+		r = c.B.Convert(r, d.Elem())
+	}
+	return []*hlo.Value{r}, nil
+}
+
 // addScaled returns beta*self + alpha*prod with self expanded to prod's
-// shape; beta == 0 ignores self (NaN and Inf in it do not propagate).
+// shape and converted to prod's element type; beta == 0 ignores self (NaN
+// and Inf in it do not propagate).
 func addScaled(c *Ctx, selfIdx int, prod *hlo.Value, beta, alpha float64) (*hlo.Value, error) {
 	self, err := expandTo(c.B, c.T(selfIdx), c.Meta(selfIdx), prod.T.Shape)
 	if err != nil {
 		return nil, err
+	}
+	if self.T.Elem != prod.T.Elem {
+		self = c.B.Convert(self, prod.T.Elem)
 	}
 	prod = scaleBy(c, prod, alpha)
 	if beta == 0 {
@@ -179,12 +199,8 @@ func addmmRule(c *Ctx) ([]*hlo.Value, error) {
 	if a.DType == Bool {
 		return nil, notImplemented("addmm_impl_cpu_", Bool)
 	}
-	prod := c.B.DotGeneral(c.T(1), c.T(2), nil, nil, []int64{1}, []int64{0})
-	r, err := addScaled(c, 0, prod, c.Float(3, 1), c.Float(4, 1))
-	if err != nil {
-		return nil, err
-	}
-	return []*hlo.Value{r}, nil
+	prod := c.B.DotGeneralTo(accumElem(a.DType), c.T(1), c.T(2), nil, nil, []int64{1}, []int64{0})
+	return addScaledTo(c, a.DType, 0, prod, c.Float(3, 1), c.Float(4, 1))
 }
 
 // checkBatches checks bmm's operands.
@@ -204,6 +220,11 @@ func checkBatches(a, b TensorMeta) error {
 
 func bmmProduct(c *Ctx, i, j int) *hlo.Value {
 	return c.B.DotGeneral(c.T(i), c.T(j), []int64{0}, []int64{0}, []int64{2}, []int64{1})
+}
+
+// bmmProductTo is bmmProduct accumulated in out.
+func bmmProductTo(c *Ctx, out hlo.Elem, i, j int) *hlo.Value {
+	return c.B.DotGeneralTo(out, c.T(i), c.T(j), []int64{0}, []int64{0}, []int64{2}, []int64{1})
 }
 
 func bmmRule(c *Ctx) ([]*hlo.Value, error) {
@@ -231,11 +252,7 @@ func baddbmmRule(c *Ctx) ([]*hlo.Value, error) {
 	if a.DType == Bool {
 		return nil, notImplemented("baddbmm", Bool)
 	}
-	r, err := addScaled(c, 0, bmmProduct(c, 1, 2), c.Float(3, 1), c.Float(4, 1))
-	if err != nil {
-		return nil, err
-	}
-	return []*hlo.Value{r}, nil
+	return addScaledTo(c, a.DType, 0, bmmProductTo(c, accumElem(a.DType), 1, 2), c.Float(3, 1), c.Float(4, 1))
 }
 
 // addbmmRule is addbmm(self, batch1, batch2, *, beta, alpha): self plus the
@@ -252,11 +269,7 @@ func addbmmRule(c *Ctx) ([]*hlo.Value, error) {
 		return nil, notImplemented("addbmm", Bool)
 	}
 	prod := c.B.DotGeneral(c.T(1), c.T(2), nil, nil, []int64{0, 2}, []int64{0, 1})
-	r, err := addScaled(c, 0, prod, c.Float(3, 1), c.Float(4, 1))
-	if err != nil {
-		return nil, err
-	}
-	return []*hlo.Value{r}, nil
+	return addScaledTo(c, a.DType, 0, prod, c.Float(3, 1), c.Float(4, 1))
 }
 
 // checkMV checks addmv's operands; input is the meta of the added vector.

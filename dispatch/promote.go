@@ -1,5 +1,7 @@
 package dispatch
 
+import "fmt"
+
 // category orders dtypes the way PyTorch's promotion does: bool < integer <
 // float < complex.
 func category(d DType) int {
@@ -17,13 +19,24 @@ func category(d DType) int {
 }
 
 // PromoteTypes returns the smallest dtype both a and b convert to without
-// losing category, as torch.promote_types does.
+// losing category, as torch.promote_types does. Like PyTorch, it refuses to
+// promote uint16, uint32 and uint64 with any other type but a float: it
+// panics with a PromotionError, which the engine raises as the op's error.
 func PromoteTypes(a, b DType) DType {
 	if a == Undefined {
 		return b
 	}
 	if b == Undefined || a == b {
 		return a
+	}
+	if a.isBarebonesUnsigned() || b.isBarebonesUnsigned() {
+		if a.IsFloat() {
+			return a
+		}
+		if b.IsFloat() {
+			return b
+		}
+		panic(PromotionError{a, b})
 	}
 	ca, cb := category(a), category(b)
 	if ca == 3 || cb == 3 {
@@ -73,6 +86,19 @@ func PromoteTypes(a, b DType) DType {
 		return a
 	}
 	return b
+}
+
+// isBarebonesUnsigned reports the unsigned types wider than a byte, which
+// PyTorch holds without arithmetic promotion rules.
+func (d DType) isBarebonesUnsigned() bool { return d == UInt16 || d == UInt32 || d == UInt64 }
+
+// PromotionError is PyTorch's refusal to promote a barebones unsigned type.
+type PromotionError struct{ A, B DType }
+
+// Error returns CPU's message.
+func (e PromotionError) Error() string {
+	return fmt.Sprintf("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote %s and %s",
+		scalarTypeName(e.A), scalarTypeName(e.B))
 }
 
 // Operand kinds of result-type computation, in PyTorch's priority order.

@@ -119,7 +119,8 @@ func realParts(m TensorMeta) (DType, []int64) {
 	return m.DType.ToReal(), append(append([]int64{}, m.Sizes...), 2)
 }
 
-// fromRealParts turns x, drawn as realParts(m) says, into m's dtype.
+// fromRealParts turns x, drawn as realParts(m) says, into m's dtype (a
+// complex32 tensor's float16 parts widen to complex64, as rules compute it).
 func fromRealParts(b *hlo.Builder, x *hlo.Value, m TensorMeta) *hlo.Value {
 	if !m.DType.IsComplex() {
 		return x
@@ -129,7 +130,7 @@ func fromRealParts(b *hlo.Builder, x *hlo.Value, m TensorMeta) *hlo.Value {
 		start := make([]int64, r+1)
 		start[r] = i
 		limit := append(append([]int64{}, m.Sizes...), i+1)
-		return b.Reshape(b.Slice(x, start, limit, onesN(r+1)), m.Sizes...)
+		return b.Convert(b.Reshape(b.Slice(x, start, limit, onesN(r+1)), m.Sizes...), m.DType.Elem().Real())
 	}
 	return b.Complex(part(0), part(1))
 }

@@ -33,6 +33,26 @@ func maxRandom(d DType) int64 {
 	return int64(hlo.Highest(d.Elem()))
 }
 
+// randomBoundsCheck is CPU's check that from and to - 1 are values of
+// dtype d (0 and 1 for bool), named by the C++ type in its message.
+func randomBoundsCheck(d DType, from, to int64) error {
+	lo, hi := hlo.Lowest(d.Elem()), hlo.Highest(d.Elem())
+	switch {
+	case d == Bool:
+		lo, hi = 0, 1
+	case d.IsFloat():
+		hi = maxFinite(d.Elem())
+		lo = -hi
+	}
+	if f := float64(from); f < lo || f > hi {
+		return Errorf("from is out of bounds for %s", cppName(d))
+	}
+	if t := float64(to - 1); t < lo || t > hi {
+		return Errorf("to - 1 is out of bounds for %s", cppName(d))
+	}
+	return nil
+}
+
 // randomRange builds random(self, *, generator), random.to(self, to, *,
 // generator) and random.from(self, from, to, *, generator): integers in
 // [from, to), to defaulting to maxRandom+1, in self's dtype.
@@ -52,6 +72,9 @@ func randomRange(hasFrom, hasTo bool) Fn {
 			to := c.Int(arg, 0)
 			if from >= to {
 				return nil, Errorf("random_ expects 'from' to be less than 'to', but got from=%d >= to=%d", from, to)
+			}
+			if err := randomBoundsCheck(m.DType, from, to); err != nil {
+				return nil, err
 			}
 			span = uint64(to) - uint64(from)
 		} else {

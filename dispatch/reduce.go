@@ -27,6 +27,9 @@ func (c *Ctx) reduceDims(i int, rank int, emptyAll bool) (dims []int64, all bool
 	if !c.Has(i) || (len(c.Args[i].Ints) == 0 && emptyAll) {
 		return iotaDims(rank), true, nil
 	}
+	if rank > maxDimMask {
+		return nil, false, Errorf("only tensors with up to %d dims are supported", maxDimMask)
+	}
 	seen := map[int64]bool{}
 	for _, d := range c.Args[i].Ints {
 		w, err := wrapDim(d, rank)
@@ -44,6 +47,10 @@ func (c *Ctx) reduceDims(i int, rank int, emptyAll bool) (dims []int64, all bool
 	sort.Slice(dims, func(a, b int) bool { return dims[a] < dims[b] })
 	return dims, false, nil
 }
+
+// maxDimMask is the most dimensions a reduction over listed dims takes:
+// CPU's kernels mark the reduced dims in a 64-bit mask.
+const maxDimMask = 64
 
 func iotaDims(rank int) []int64 {
 	dims := make([]int64, rank)
@@ -131,6 +138,9 @@ func (c *Ctx) resolveDims(dimIdx, keepIdx int, single bool, rank int) ([]int64, 
 	}
 	keep := c.Bool(keepIdx, false)
 	if single {
+		if rank > maxDimMask {
+			return nil, false, Errorf("only tensors with up to %d dims are supported", maxDimMask)
+		}
 		w, err := wrapDim(c.Int(dimIdx, 0), rank)
 		if err != nil {
 			return nil, false, err
@@ -187,7 +197,7 @@ func checkNonEmpty(name string, m TensorMeta, dims []int64, all bool) error {
 	}
 	for _, d := range dims {
 		if m.Sizes[d] == 0 {
-			return Errorf("%s(): Expected reduction dim %d to have non-zero size.", name, d)
+			return IndexErrorf("%s(): Expected reduction dim %d to have non-zero size.", name, d)
 		}
 	}
 	return nil

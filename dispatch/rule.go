@@ -62,6 +62,12 @@ type Ctx struct {
 	// Pads holds, by result index, the results the rule returns in padded
 	// form (padded.go).
 	Pads map[int]PadResult
+	// OutArgs is the number of trailing out= arguments, which the engine
+	// sets once an out= variant's rule has run: they are no inputs, so they
+	// take no part in ComputesComplexHalf.
+	OutArgs int
+	// half says whether the rule computes complex32 (complex_half.go).
+	half halfMode
 }
 
 // KnowRange records that every value of integer result i lies in [lo, hi].
@@ -104,6 +110,9 @@ type Rule struct {
 	// any memory with an input (gather, cat, ...), as ATen's assert_no_overlap;
 	// other out= ops only refuse an out with internally overlapping elements.
 	OutNoOverlap bool
+	// OutsApart, when set, is the ValueError CPU raises when two out=
+	// arguments of the op share memory (aminmax's min and max).
+	OutsApart string
 }
 
 // Needs declares what a rule needs besides its arguments' device values. The
@@ -206,6 +215,14 @@ func def(name string, fn Fn, outNames ...string) *Rule {
 			}
 		}
 	}
+	return r
+}
+
+// defInplace registers a rule for an in-place name of its own, for an op
+// whose in-place form refuses what its functional rule accepts.
+func defInplace(name string, fn Fn) *Rule {
+	r := &Rule{Name: name, Fn: fn}
+	put(name, Entry{r, Inplace, callerSite()})
 	return r
 }
 
@@ -312,7 +329,9 @@ func (c *Ctx) Str(i int, def string) string {
 // IsTensor reports whether argument i is a tensor.
 func (c *Ctx) IsTensor(i int) bool { return i < len(c.Args) && c.Args[i].Kind == ArgTensor }
 
-// DTypeArg returns the optional dtype argument i, or def when absent.
+// DTypeArg returns the optional dtype argument i, or def when absent. A
+// given dtype decides whether the op computes complex32 (ResultDType); an op
+// CPU does not implement for complex32 runs on CPU for it.
 func (c *Ctx) DTypeArg(i int, def DType) (DType, error) {
 	if !c.Has(i) {
 		return def, nil
@@ -320,6 +339,13 @@ func (c *Ctx) DTypeArg(i int, def DType) (DType, error) {
 	d := DType(c.Args[i].Int)
 	if !d.Supported() {
 		return 0, Errorf("dtype %s is not supported on tpu", d)
+	}
+	c.half = halfNo
+	if d == ComplexHalf {
+		if !ComplexHalfOp(c.Op) {
+			return 0, ErrRunOnCPU
+		}
+		c.half = halfYes
 	}
 	return d, nil
 }

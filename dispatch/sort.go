@@ -166,7 +166,7 @@ func medianDim(name string, ignoreNaN bool) Fn {
 			return []*hlo.Value{c.T(0), c.B.ConstantInt(hlo.T(hlo.S64), 0)}, nil
 		}
 		if m.Sizes[dim] == 0 {
-			return nil, Errorf("%s(): Expected reduction dim %d to have non-zero size.", name, dim)
+			return nil, IndexErrorf("%s(): Expected reduction dim %d to have non-zero size.", name, dim)
 		}
 		b := c.B
 		v, i := medianAlong(b, c.T(0), dim, ignoreNaN)
@@ -206,7 +206,7 @@ func mode(c *Ctx) ([]*hlo.Value, error) {
 	}
 	n := m.Sizes[dim]
 	if n == 0 {
-		return nil, Errorf("mode(): Expected reduction dim %d to have non-zero size.", dim)
+		return nil, IndexErrorf("mode(): Expected reduction dim %d to have non-zero size.", dim)
 	}
 	b := c.B
 	v, i := sortWithIndices(b, c.T(0), dim, false)

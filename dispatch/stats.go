@@ -92,7 +92,7 @@ func init() {
 	def("aten::nansum", nansum)
 	def("aten::var_mean.correction", varMean(false), "aten::var_mean.correction_out")
 	def("aten::std_mean.correction", varMean(true), "aten::std_mean.correction_out")
-	def("aten::aminmax", aminmax)
+	def("aten::aminmax", aminmax).OutsApart = "aminmax(): the `min` and `max` out= tensors must not overlap."
 	def("aten::count_nonzero.dim_IntList", countNonzero(true), "aten::count_nonzero.dim_IntList_out")
 	def("aten::count_nonzero", countNonzero(false))
 }

@@ -402,7 +402,14 @@ func eluRule(c *Ctx) ([]*hlo.Value, error) {
 
 func init() {
 	def("aten::neg", negRule)
-	def("aten::abs", unaryOp(keepDType, "abs_cpu", true, absOf))
+	abs := unaryOp(keepDType, "abs_cpu", true, absOf)
+	defInplace("aten::abs_", func(c *Ctx) ([]*hlo.Value, error) {
+		if c.Meta(0).DType.IsComplex() {
+			return nil, Errorf("In-place abs is not supported for complex tensors.")
+		}
+		return abs(c)
+	})
+	def("aten::abs", abs)
 	def("aten::relu", reluRule)
 	def("aten::sign", unaryOp(keepDType, "sign_cpu", false, signOf))
 	def("aten::floor", roundingOp("floor_vml_cpu", (*hlo.Builder).Floor))

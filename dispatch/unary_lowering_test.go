@@ -7,6 +7,8 @@ import "testing"
 var unaryLowerings = family("unary", []lowering{
 	{"aten::abs", "i16[3]", "3xi16", `CHECK: stablehlo.abs"`},
 	{"aten::abs", "c64[3]", "3xf32", `CHECK: stablehlo.abs"; CHECK-SAME: -> tensor<3xf32>`},
+	{"aten::abs_", "i32[3]", "3xi32", `CHECK: stablehlo.abs"`},
+	{"aten::abs_", "c64[3]", "error: In-place abs is not supported for complex tensors.", ""},
 	{"aten::bitwise_not", "i32[2,2]", "2x2xi32", `CHECK: stablehlo.not"`},
 	{"aten::bitwise_not", "b[3]", "3xi1", `CHECK: stablehlo.not"`},
 	{"aten::bitwise_not", "f16[3]", "error: not implemented for 'Half'", ""},

@@ -190,6 +190,10 @@ func (s upsampleSpec) forward(c *Ctx) ([]*hlo.Value, error) {
 	if err := s.check(in.Sizes, outSize); err != nil {
 		return nil, err
 	}
+	if in.DType == Uint8 && s.kind == interpLinear && s.rank == 2 {
+		first := s.scaleArgs(false)
+		return []*hlo.Value{upsampleUint8(c, outSize, c.Bool(first-1, false), false, first)}, nil
+	}
 	if !in.DType.IsFloat() && s.kind != interpNearest && s.kind != interpNearestExact {
 		return nil, Errorf("\"%s\" not implemented for '%s'", s.name, scalarTypeName(in.DType))
 	}

@@ -57,8 +57,7 @@ func upsampleBilinearAA(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	if in.DType == Uint8 {
-		// CPU's uint8 kernel rounds through fixed-point weights this rule does not reproduce.
-		return nil, ErrRunOnCPU
+		return []*hlo.Value{upsampleUint8(c, outSize, c.Bool(2, false), true, 3)}, nil
 	}
 	if !in.DType.IsFloat() {
 		return nil, Errorf("\"compute_index_ranges_weights\" not implemented for '%s'", scalarTypeName(in.DType))

@@ -88,7 +88,7 @@ func (e *Engine) CaptureBegin(name string, inputs []*TensorDesc) error {
 		if t.CPU {
 			return fmt.Errorf("torchtpu: compiled graph input %d is a CPU tensor", i)
 		}
-		st, err := e.storage(t.Addr)
+		st, err := e.storageOf(t)
 		if err != nil {
 			return fmt.Errorf("torchtpu: compiled graph input %d: %w", i, err)
 		}
@@ -164,9 +164,16 @@ func (e *Engine) captureRead(t *TensorDesc) *hlo.Value {
 		}
 		e.d.g.retired = append(e.d.g.retired, off)
 		c.offsets[off] = i
-		flat := b.Reshape(e.d.g.param(st.buf, hlo.T(st.dtype.Elem(), st.shape...)), numel(st.shape))
-		win := b.DynamicSlice(flat, []*hlo.Value{e.d.g.param(off, hlo.T(hlo.S64))}, []int64{numel(t.Sizes)})
-		v := b.Reshape(win, t.Sizes...)
+		// The window is cut from the stored value: a complex32 element is a float16 pair.
+		flatT := storedType(st.dtype, []int64{numel(st.shape)})
+		flat := b.Reshape(e.d.g.param(st.buf, storedType(st.dtype, st.shape)), flatT.Shape...)
+		starts := []*hlo.Value{e.d.g.param(off, hlo.T(hlo.S64))}
+		sizes := storedType(st.dtype, []int64{numel(t.Sizes)}).Shape
+		if len(sizes) > 1 {
+			starts = append(starts, b.ConstantInt(hlo.T(hlo.S64), 0))
+		}
+		win := b.DynamicSlice(flat, starts, sizes)
+		v := load(b, b.Reshape(win, storedType(st.dtype, t.Sizes).Shape...), st.dtype)
 		c.reads[i] = v
 		return v
 	}
@@ -180,7 +187,8 @@ func (e *Engine) materialize(st *Storage, d dispatch.DType) error {
 		return nil
 	}
 	n := st.nbytes / int64(d.Size())
-	buf, err := e.client.BufferFromHost(make([]byte, n*int64(d.Size())), pjrtType(d.Elem()), []int64{n}, st.device)
+	ty := storedType(d, []int64{n})
+	buf, err := e.client.BufferFromHost(make([]byte, n*int64(d.Size())), pjrtType(ty.Elem), ty.Shape, st.device)
 	if err != nil {
 		return fmt.Errorf("torchtpu: materializing an empty input: %w", err)
 	}
@@ -288,7 +296,7 @@ func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []Ou
 			refs[k] = OutputRef{OutInput, j}
 			continue
 		}
-		st, err := e.storage(t.Addr)
+		st, err := e.storageOf(t)
 		if err != nil {
 			return nil, nil, fmt.Sprintf("output %d: %v", k, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"torchtpu/dispatch"
 	"torchtpu/hlo"
 	"torchtpu/pjrt"
 )
@@ -77,7 +78,11 @@ func (e *Engine) AllReduceDevices(addrs []uint64, op string) error {
 		}
 		sts[i] = st
 	}
-	t := hlo.T(sts[0].dtype.Elem(), sts[0].shape...)
+	if sts[0].dtype == dispatch.ComplexHalf && op != "sum" {
+		return fmt.Errorf("torchtpu: all_reduce across devices: %s of complex32 tensors is not supported (only sum)", op)
+	}
+	t := storedType(sts[0].dtype, sts[0].shape) // a complex32 sum adds the float16 parts
+
 	e.fl = flushCtx{reason: "all_reduce across devices", ops: 1}
 	exe, err := e.collectiveProgram(allReduceModule(t, op, n), t, n)
 	if err != nil {

@@ -321,6 +321,28 @@ func (e *Engine) storage(addr uint64) (*Storage, error) {
 	return st, nil
 }
 
+// storageOf returns the storage the tensor t views. A storage sliced from
+// another (`untyped_storage()[i:j]`) starts inside it: t is then rebased
+// onto the containing storage, its byte distance added to its offset, which
+// must be a whole number of t's elements.
+func (e *Engine) storageOf(t *TensorDesc) (*Storage, error) {
+	if st, ok := e.storages[t.Addr]; ok {
+		return st, nil
+	}
+	for _, st := range e.storages {
+		if t.Addr <= st.addr || t.Addr >= st.addr+uint64(st.nbytes) {
+			continue
+		}
+		delta, size := int64(t.Addr-st.addr), int64(t.DType.Size())
+		if size == 0 || delta%size != 0 {
+			return nil, fmt.Errorf("torchtpu: a %s tensor starting %d bytes into a storage is not aligned to its elements", t.DType, delta)
+		}
+		t.Addr, t.Offset = st.addr, t.Offset+delta/size
+		return st, nil
+	}
+	return nil, fmt.Errorf("torchtpu: no live storage at address 0x%x", t.Addr)
+}
+
 // SetDefaultFloat follows torch.set_default_dtype: the rules read the default
 // floating dtype, and the fast paths' plans recorded under another default are
 // dropped, since their signatures do not hold it.

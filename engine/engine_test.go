@@ -148,6 +148,7 @@ func TestWriteViews(t *testing.T) {
 			e.Free(addr)
 		}
 		checkComplexViews(t, e, mode)
+		checkComplexHalfStorage(t, e, mode)
 		if e.LiveStorages() != 0 {
 			t.Fatalf("%d storages leaked", e.LiveStorages())
 		}

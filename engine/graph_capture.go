@@ -172,7 +172,8 @@ func (e *Engine) graphStorages(c *capture) []*TensorDesc {
 
 // zeroBuffer gives the shaped storage st a buffer of zeros.
 func (e *Engine) zeroBuffer(st *Storage) error {
-	buf, err := e.client.BufferFromHost(make([]byte, numel(st.shape)*int64(st.dtype.Size())), pjrtType(st.dtype.Elem()), st.shape, st.device)
+	ty := storedType(st.dtype, st.shape)
+	buf, err := e.client.BufferFromHost(make([]byte, numel(st.shape)*int64(st.dtype.Size())), pjrtType(ty.Elem), ty.Shape, st.device)
 	if err != nil {
 		return fmt.Errorf("torchtpu: a graph's output storage: %w", err)
 	}

@@ -21,7 +21,7 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 	if !t.DType.Supported() {
 		return fmt.Errorf("torchtpu: copy to device: dtype %s is not supported on tpu", t.DType)
 	}
-	st, err := e.storage(t.Addr)
+	st, err := e.storageOf(t)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,8 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 		return fmt.Errorf("torchtpu: copy to device: %v", err)
 	}
 	t0 := time.Now()
-	buf, err := e.client.BufferFromHost(src, pjrtType(t.DType.Elem()), t.Sizes, st.device)
+	ty := storedType(t.DType, t.Sizes)
+	buf, err := e.client.BufferFromHost(src, pjrtType(ty.Elem), ty.Shape, st.device)
 	if err != nil {
 		return fmt.Errorf("torchtpu: copy to device: %w", err)
 	}
@@ -48,7 +49,7 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 		st.known = hostIntRange(src, t.DType)
 		return nil
 	}
-	v := e.d.g.param(buf, hlo.T(t.DType.Elem(), t.Sizes...))
+	v := load(e.d.g.b, e.d.g.param(buf, ty), t.DType)
 	e.d.g.retired = append(e.d.g.retired, buf)
 	if err := e.write(t, v); err != nil {
 		return err
@@ -108,7 +109,7 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	if !slices.Equal(v.T.Shape, t.Sizes) {
 		v = e.d.g.b.Reshape(v, t.Sizes...)
 	}
-	e.d.g.extra = append(e.d.g.extra, v)
+	e.d.g.extra = append(e.d.g.extra, store(e.d.g.b, v, t.DType))
 	bufs, err := e.flushExtra()
 	if err != nil {
 		return err
@@ -124,7 +125,7 @@ func (e *Engine) hostSource(t *TensorDesc, dst []byte) (st *Storage, done bool, 
 		copy(dst, t.Host)
 		return nil, true, nil
 	}
-	if st, err = e.storage(t.Addr); err != nil {
+	if st, err = e.storageOf(t); err != nil {
 		return nil, false, err
 	}
 	if err := checkBounds(st, t); err != nil {

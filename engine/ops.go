@@ -43,7 +43,7 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		return nil, err
 	}
 	entry, ok := dispatch.Lookup(op)
-	if !ok || !dispatch.AcceptsComplexScalars(entry.Rule, args) {
+	if !ok || !dispatch.AcceptsComplexScalars(entry.Rule, args) || !dispatch.AcceptsComplexHalf(op, args) {
 		return nil, ErrNoRule
 	}
 	defer e.opFailed(op, args, &outs, &err)
@@ -87,7 +87,11 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 // arguments to any other error.
 func (e *Engine) opFailed(op string, args []dispatch.Arg, outs *[]OutTensor, err *error) {
 	if r := recover(); r != nil {
-		*err = fmt.Errorf("%v", r)
+		if perr, ok := r.(dispatch.PromotionError); ok {
+			*err = perr
+		} else {
+			*err = fmt.Errorf("%v", r)
+		}
 	}
 	if errors.Is(*err, dispatch.ErrRunOnCPU) {
 		*outs, *err = nil, ErrNoRule
@@ -172,7 +176,7 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 	switch entry.Variant {
 	case dispatch.Functional:
 		for k, r := range results {
-			o, err := e.newOutput(r, k, c.Pads)
+			o, err := e.newOutput(c, r, k)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -185,17 +189,17 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 			if i >= len(results) {
 				return nil, nil, fmt.Errorf("the rule gave %d results for %d tensors", len(results), len(args[0].Handles))
 			}
-			if err := e.writeResult(h.(*TensorDesc), results[i], "self"); err != nil {
+			if err := e.writeResult(c, h.(*TensorDesc), results[i], "self"); err != nil {
 				return nil, nil, err
 			}
 		}
 	case dispatch.OutVariant:
-		if err := e.writeOuts(op, entry.Rule, args, cutPadded(c, results)); err != nil {
+		if err := e.writeOuts(c, entry.Rule, cutPadded(c, results)); err != nil {
 			return nil, nil, err
 		}
 	}
 	for _, w := range c.Writes {
-		if err := e.writeResult(args[w.Arg].Handles[w.Index].(*TensorDesc), w.V, "argument"); err != nil {
+		if err := e.writeResult(c, args[w.Arg].Handles[w.Index].(*TensorDesc), w.V, "argument"); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -205,16 +209,17 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 
 // writeOuts writes an out= op's results into its trailing out= arguments,
 // or asks the caller to resize them (ResizeError) when their shapes differ.
-func (e *Engine) writeOuts(op string, r *dispatch.Rule, args []dispatch.Arg, results []*hlo.Value) error {
-	k := len(results)
+func (e *Engine) writeOuts(c *dispatch.Ctx, r *dispatch.Rule, results []*hlo.Value) error {
+	op, args, k := c.Op, c.Args, len(results)
 	if len(args) < k {
 		return fmt.Errorf("expected %d out= arguments", k)
 	}
 	dsts := args[len(args)-k:]
+	c.OutArgs = k
 	anyCast := make([]bool, k)
 	for i, v := range results {
 		var err error
-		if anyCast[i], err = dispatch.CheckOutDType(op, dispatch.FromElem(v.T.Elem), dsts[i].Tensors[0].DType); err != nil {
+		if anyCast[i], err = c.CheckOutDType(c.ResultDType(v), dsts[i].Tensors[0].DType); err != nil {
 			return err
 		}
 	}
@@ -243,7 +248,7 @@ func (e *Engine) writeOuts(op string, r *dispatch.Rule, args []dispatch.Arg, res
 		}
 	}
 	for i, v := range results {
-		if err := e.writeResultAs(dsts[i].Handles[0].(*TensorDesc), v, "out", anyCast[i]); err != nil {
+		if err := e.writeResultAs(c, dsts[i].Handles[0].(*TensorDesc), v, "out", anyCast[i]); err != nil {
 			return err
 		}
 	}
@@ -297,14 +302,14 @@ func (e *Engine) recorded(op string) error {
 
 // writeResult writes result r into the mutated argument d, with PyTorch's
 // checks: the shapes agree and the result dtype casts to the argument's.
-func (e *Engine) writeResult(d *TensorDesc, r *hlo.Value, what string) error {
-	return e.writeResultAs(d, r, what, false)
+func (e *Engine) writeResult(c *dispatch.Ctx, d *TensorDesc, r *hlo.Value, what string) error {
+	return e.writeResultAs(c, d, r, what, false)
 }
 
 // writeResultAs is writeResult, converting to any dtype of d when anyCast is
 // set (out= kernels that compute in their out's dtype).
-func (e *Engine) writeResultAs(d *TensorDesc, r *hlo.Value, what string, anyCast bool) error {
-	rd := dispatch.FromElem(r.T.Elem)
+func (e *Engine) writeResultAs(c *dispatch.Ctx, d *TensorDesc, r *hlo.Value, what string, anyCast bool) error {
+	rd := c.ResultDType(r)
 	if !slices.Equal(d.Sizes, r.T.Shape) {
 		return fmt.Errorf("output with shape %v doesn't match the broadcast shape %v", d.Sizes, r.T.Shape)
 	}
@@ -316,34 +321,37 @@ func (e *Engine) writeResultAs(d *TensorDesc, r *hlo.Value, what string, anyCast
 	}
 	v := r
 	if rd != d.DType {
-		if d.DType == dispatch.Bool {
-			zero := e.d.g.b.BroadcastTo(e.d.g.b.Scalar(r.T.Elem, 0), r.T.Shape)
-			v = e.d.g.b.Compare(hlo.NE, r, zero)
-		} else {
-			v = e.d.g.b.Convert(r, d.DType.Elem())
-		}
+		// The result is rounded to its own dtype before the cast, as CPU's kernels store it.
+		v = rounded(e.d.g.b, r, rd)
+	}
+	switch {
+	case rd != d.DType && d.DType == dispatch.Bool:
+		zero := e.d.g.b.BroadcastTo(e.d.g.b.Scalar(v.T.Elem, 0), v.T.Shape)
+		v = e.d.g.b.Compare(hlo.NE, v, zero)
+	case v.T.Elem != d.DType.Elem():
+		v = e.d.g.b.Convert(v, d.DType.Elem())
 	}
 	return e.write(d, v)
 }
 
-// newOutput allocates a storage holding new result k, r, as its pending
-// value: contiguous, or in the memory order the caller asked for (layout.go).
-// A result the rule returned padded (pads) keeps its padding when it is
-// contiguous (pad.go).
-func (e *Engine) newOutput(r *hlo.Value, k int, pads map[int]dispatch.PadResult) (OutTensor, error) {
+// newOutput allocates a storage holding new result k, r, of the rule that
+// ran in c as its pending value: contiguous, or in the memory order the
+// caller asked for (layout.go). A result the rule returned padded keeps its
+// padding when it is contiguous (pad.go).
+func (e *Engine) newOutput(c *dispatch.Ctx, r *hlo.Value, k int) (OutTensor, error) {
 	order := e.outputOrder(k, len(r.T.Shape))
+	d := c.ResultDType(r)
 	var pad *padding
 	grown := 0
-	if pr, ok := pads[k]; ok && pr.Plain {
+	if pr, ok := c.Pads[k]; ok && pr.Plain {
 		grown = pr.Dim + 1
 	} else if ok {
-		r, pad = padResult(e.d.g.b, r, pr, order)
+		r, pad = padResult(e.d.g.b, r, pr, order, d)
 	}
 	r = laidOut(e.d.g.b, r, order)
-	d := dispatch.FromElem(r.T.Elem)
 	shape := append([]int64{}, r.T.Shape...)
 	if pad != nil {
-		shape[pad.dim] = pads[k].Size
+		shape[pad.dim] = c.Pads[k].Size
 	}
 	n := numel(shape) * int64(d.Size())
 	addr, err := e.newStorage(n, e.dev.cur)
@@ -352,7 +360,7 @@ func (e *Engine) newOutput(r *hlo.Value, k int, pads map[int]dispatch.PadResult)
 	}
 	st := e.storages[addr]
 	st.shaped, st.dtype, st.shape, st.pad, st.grown = true, d, shape, pad, grown
-	e.setPending(st, r)
+	e.setPending(st, store(e.d.g.b, r, d))
 	return OutTensor{Addr: addr, NBytes: n, DType: d, Sizes: st.shape}, nil
 }
 
@@ -368,7 +376,7 @@ func cutPadded(c *dispatch.Ctx, results []*hlo.Value) []*hlo.Value {
 }
 
 // checkDTypes rejects tensor arguments of a dtype the device cannot hold
-// (complex32 has no XLA element type).
+// (float8 and quantized dtypes, among others).
 func checkDTypes(args []dispatch.Arg) error {
 	for _, a := range args {
 		for _, m := range a.Tensors {

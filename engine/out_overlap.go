@@ -16,6 +16,23 @@ const (
 		"single memory location. Please clone() the tensor before performing the operation."
 )
 
+// checkOutsApart raises the rule's OutsApart error when two out= arguments
+// share memory.
+func checkOutsApart(rule *dispatch.Rule, dsts []dispatch.Arg) error {
+	if rule.OutsApart == "" {
+		return nil
+	}
+	for i := range dsts {
+		for j := i + 1; j < len(dsts); j++ {
+			a, b := dsts[i].Handles[0].(*TensorDesc), dsts[j].Handles[0].(*TensorDesc)
+			if s := overlapOf(a, b); s == overlapFull || s == overlapPartial {
+				return dispatch.ValueErrorf("%s", rule.OutsApart)
+			}
+		}
+	}
+	return nil
+}
+
 // overlap is how the memory of two tensors relates, as ATen's MemoryOverlap classifies it.
 type overlap int
 
@@ -33,6 +50,9 @@ const (
 // even fully (a gather or a cat into one of its own inputs). dsts are the out=
 // arguments, inputs the other arguments.
 func checkOutOverlap(rule *dispatch.Rule, inputs, dsts []dispatch.Arg, results []*hlo.Value) error {
+	if err := checkOutsApart(rule, dsts); err != nil {
+		return err
+	}
 	for i, d := range dsts {
 		dst := d.Handles[0].(*TensorDesc)
 		// Kernels that assert no overlap do so before resizing their out.

@@ -130,7 +130,7 @@ func (e *Engine) physValue(st *Storage) *hlo.Value {
 	if st.buf == nil {
 		panic(fmt.Errorf("torchtpu: a padded storage holds no value"))
 	}
-	return e.d.g.param(st.buf, hlo.T(st.dtype.Elem(), physShape(st)...))
+	return e.d.g.param(st.buf, storedType(st.dtype, physShape(st)))
 }
 
 // cutTo returns v (padded along dim) cut to size elements there.
@@ -205,15 +205,15 @@ func (e *Engine) readPaddedView(st *Storage, t *TensorDesc) (*hlo.Value, bool) {
 	return placeSlice(b, x, p, v), true
 }
 
-// padResult places a rule's padded result r (pad, from dispatch.Ctx.Pads):
-// it returns the value to keep and the padding of its storage, nil when the
-// result cannot stay padded (a memory order other than the contiguous one)
-// and is cut to its size instead.
-func padResult(b *hlo.Builder, r *hlo.Value, pad dispatch.PadResult, order []int64) (*hlo.Value, *padding) {
+// padResult places a rule's padded result r (pad, from dispatch.Ctx.Pads) of
+// dtype d: it returns the value to keep and the padding of its storage, nil
+// when the result cannot stay padded (a memory order other than the
+// contiguous one, complex32's stored pairs) and is cut to its size instead.
+func padResult(b *hlo.Builder, r *hlo.Value, pad dispatch.PadResult, order []int64, d dispatch.DType) (*hlo.Value, *padding) {
 	if pad.Dim < 0 || pad.Dim >= r.T.Rank() {
 		return r, nil
 	}
-	if order != nil {
+	if order != nil || d == dispatch.ComplexHalf {
 		return cutTo(b, r, pad.Dim, pad.Size), nil
 	}
 	return r, &padding{dim: pad.Dim, cap: r.T.Shape[pad.Dim]}

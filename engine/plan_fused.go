@@ -62,7 +62,7 @@ func (e *Engine) storageValue(st *Storage) *hlo.Value {
 	case statePending:
 		return st.pending
 	case stateBuffer:
-		return e.d.g.param(st.buf, hlo.T(st.dtype.Elem(), st.shape...))
+		return e.d.g.param(st.buf, storedType(st.dtype, st.shape))
 	}
 	return nil
 }

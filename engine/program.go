@@ -122,6 +122,15 @@ func (e *Engine) ProgramSeeds(h int64) int {
 	return 0
 }
 
+// ProgramText returns the StableHLO text program h was compiled from, and
+// whether h names a live program.
+func (e *Engine) ProgramText(h int64) (string, bool) {
+	if p := e.programs.get(h); p != nil {
+		return p.text, true
+	}
+	return "", false
+}
+
 // ProgramOutputs returns how many new storages a replay of program h returns.
 func (e *Engine) ProgramOutputs(h int64) int {
 	if p := e.programs.get(h); p != nil {
@@ -202,7 +211,7 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 func (e *Engine) programInputs(p *Program, inputs []*TensorDesc) ([]*Storage, error) {
 	sts := make([]*Storage, len(inputs))
 	for i, t := range inputs {
-		st, err := e.storage(t.Addr)
+		st, err := e.storageOf(t)
 		if err != nil {
 			return nil, fmt.Errorf("torchtpu: compiled program input %d: %w", i, err)
 		}

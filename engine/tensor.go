@@ -43,9 +43,9 @@ func (e *Engine) Read(h any) *hlo.Value {
 	t := h.(*TensorDesc)
 	if t.CPU {
 		if el := t.DType.Elem(); el.IsComplex() {
-			half := len(t.Host) / 2
-			re := e.Scalar(decodeScalar(t.Host[:half], el.Real()), el.Real())
-			im := e.Scalar(decodeScalar(t.Host[half:], el.Real()), el.Real())
+			half, part := len(t.Host)/2, t.DType.ToReal().Elem() // complex32's parts are float16
+			re := e.Scalar(decodeScalar(t.Host[:half], part), el.Real())
+			im := e.Scalar(decodeScalar(t.Host[half:], part), el.Real())
 			return e.d.g.b.Complex(re, im)
 		}
 		return e.Scalar(decodeScalar(t.Host, t.DType.Elem()), t.DType.Elem())
@@ -53,7 +53,7 @@ func (e *Engine) Read(h any) *hlo.Value {
 	if v := e.captureRead(t); v != nil {
 		return v
 	}
-	st, err := e.storage(t.Addr)
+	st, err := e.storageOf(t)
 	if err != nil {
 		panic(err)
 	}
@@ -103,8 +103,8 @@ func checkBounds(st *Storage, t *TensorDesc) error {
 
 func dispatchShape(s []int64) string { return fmt.Sprint(s) }
 
-// baseValue returns st's whole value in the current graph, seen as dtype d.
-// A storage never written reads as zeros.
+// baseValue returns st's whole value in the current graph, seen as dtype d,
+// as rules compute d (stored.go). A storage never written reads as zeros.
 func (e *Engine) baseValue(st *Storage, d dispatch.DType) *hlo.Value {
 	b := e.d.g.b
 	var v *hlo.Value
@@ -122,19 +122,26 @@ func (e *Engine) baseValue(st *Storage, d dispatch.DType) *hlo.Value {
 	case st.pending != nil:
 		v = st.pending
 	case st.buf != nil:
-		v = e.d.g.param(st.buf, hlo.T(st.dtype.Elem(), st.shape...))
+		v = e.d.g.param(st.buf, storedType(st.dtype, st.shape))
 	default:
-		v = b.Constant(hlo.T(st.dtype.Elem(), st.shape...), 0)
+		v = b.Constant(storedType(st.dtype, st.shape), 0)
 	}
-	return reinterpret(b, v, st.dtype, d)
+	return load(b, reinterpret(b, v, st.dtype, d), d)
 }
 
-// reinterpret views value v of dtype from as dtype to, bit for bit. With
-// different element sizes the result is flat (1-D) in units of to; PyTorch
-// does this when it saves or loads a storage as raw bytes.
+// reinterpret views the stored value v of dtype from as a stored value of
+// dtype to, bit for bit. With different element sizes the result is flat
+// (1-D) in units of to; PyTorch does this when it saves or loads a storage as
+// raw bytes.
 func reinterpret(b *hlo.Builder, v *hlo.Value, from, to dispatch.DType) *hlo.Value {
 	if from == to {
 		return v
+	}
+	if from == dispatch.ComplexHalf { // stored as float16 pairs
+		return reinterpret(b, v, dispatch.Float16, to)
+	}
+	if to == dispatch.ComplexHalf {
+		return halfPairs(b, reinterpret(b, v, from, dispatch.Float16))
 	}
 	if from == dispatch.Bool || to == dispatch.Bool {
 		if from == dispatch.Bool {
@@ -197,9 +204,23 @@ func reinterpretComplex(b *hlo.Builder, v *hlo.Value, from, to dispatch.DType) *
 	return b.Complex(re, im)
 }
 
+// halfPairs shapes float16 values as complex32's stored pairs: along their
+// last dimension when it is 2, else flat.
+func halfPairs(b *hlo.Builder, v *hlo.Value) *hlo.Value {
+	shape := v.T.Shape
+	if len(shape) > 0 && shape[len(shape)-1] == 2 {
+		return v
+	}
+	n := numel(shape)
+	if n%2 != 0 {
+		panic(fmt.Errorf("viewing %d float16 elements as complex32 leaves a partial element", n))
+	}
+	return b.Reshape(v, n/2, 2)
+}
+
 // write stores val (t's sizes and dtype) into the view t of its storage.
 func (e *Engine) write(t *TensorDesc, val *hlo.Value) error {
-	st, err := e.storage(t.Addr)
+	st, err := e.storageOf(t)
 	if err != nil {
 		return err
 	}
@@ -212,13 +233,13 @@ func (e *Engine) write(t *TensorDesc, val *hlo.Value) error {
 	if !st.shaped {
 		if t.Offset == 0 && t.view().isContiguous() && numel(t.Sizes)*int64(t.DType.Size()) == st.nbytes {
 			st.shaped, st.dtype, st.shape = true, t.DType, append([]int64{}, t.Sizes...)
-			e.setPending(st, val)
+			e.setPending(st, store(b, val, t.DType))
 			return nil
 		}
 		st.shaped, st.dtype, st.shape = true, t.DType, []int64{st.nbytes / int64(t.DType.Size())}
 	}
 	base := e.baseValue(st, t.DType)
-	nb := reinterpret(b, writeView(b, base, t.view(), val), t.DType, st.dtype)
-	e.setPending(st, b.Reshape(nb, st.shape...))
+	nb := reinterpret(b, store(b, writeView(b, base, t.view(), val), t.DType), t.DType, st.dtype)
+	e.setPending(st, b.Reshape(nb, storedType(st.dtype, st.shape).Shape...))
 	return nil
 }

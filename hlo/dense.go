@@ -14,7 +14,7 @@ func (b *Builder) DenseF64(vals []float64, shape ...int64) *Value {
 	var rec func(dim int, off int64)
 	rec = func(dim int, off int64) {
 		if dim == len(shape) {
-			sb.WriteString(strconv.FormatFloat(vals[off], 'e', -1, 64))
+			sb.WriteString(denseFloat(vals[off]))
 			return
 		}
 		stride := int64(1)
@@ -32,4 +32,14 @@ func (b *Builder) DenseF64(vals []float64, shape ...int64) *Value {
 	}
 	rec(0, 0)
 	return b.op("stablehlo.constant", t, "{value = dense<"+sb.String()+"> : "+t.String()+"}")
+}
+
+// denseFloat prints v as an MLIR float literal: the mantissa always has a
+// decimal point ("1.0e+00", not "1e+00", which would read as an integer).
+func denseFloat(v float64) string {
+	s := strconv.FormatFloat(v, 'e', -1, 64)
+	if i := strings.IndexByte(s, 'e'); i >= 0 && !strings.Contains(s[:i], ".") {
+		s = s[:i] + ".0" + s[i:]
+	}
+	return s
 }

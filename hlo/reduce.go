@@ -132,6 +132,13 @@ func Highest(e Elem) float64 { return highest(e) }
 // DotGeneral contracts x and y: batch dims pair up first, then x's free
 // dims, then y's free dims form the result.
 func (b *Builder) DotGeneral(x, y *Value, batchX, batchY, contractX, contractY []int64) *Value {
+	return b.DotGeneralTo(x.T.Elem, x, y, batchX, batchY, contractX, contractY)
+}
+
+// DotGeneralTo is DotGeneral with a result of element type out: products
+// accumulate in out, so half-precision operands can sum in float32 and be
+// rounded once by the caller.
+func (b *Builder) DotGeneralTo(out Elem, x, y *Value, batchX, batchY, contractX, contractY []int64) *Value {
 	mustf(x.T.Elem == y.T.Elem, "dot_general: element types differ: %v vs %v", x.T, y.T)
 	used := func(n int, a, c []int64) []int64 {
 		skip := map[int64]bool{}
@@ -165,5 +172,5 @@ func (b *Builder) DotGeneral(x, y *Value, batchX, batchY, contractX, contractY [
 	}
 	attrs := fmt.Sprintf("{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = %s, rhs_batching_dimensions = %s, lhs_contracting_dimensions = %s, rhs_contracting_dimensions = %s>, precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]}",
 		intList(batchX), intList(batchY), intList(contractX), intList(contractY))
-	return b.op("stablehlo.dot_general", T(x.T.Elem, dims...), attrs, x, y)
+	return b.op("stablehlo.dot_general", T(out, dims...), attrs, x, y)
 }

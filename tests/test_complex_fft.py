@@ -131,13 +131,6 @@ def test_special_values_and_refusals(mode):
             op(x.to("tpu"))
 
 
-def test_complex32_is_refused():
-    with pytest.raises(RuntimeError, match="complex32"):
-        torch.complex(randn(3, dtype=torch.float16).to("tpu"), randn(3, dtype=torch.float16).to("tpu"))
-    with pytest.raises(RuntimeError, match="complex32"):
-        torch.view_as_complex(randn(3, 2, dtype=torch.float16).to("tpu"))
-
-
 FFTS = {
     "fft": lambda x, c: torch.fft.fft(x),
     "fft_n_ortho": lambda x, c: torch.fft.fft(x, n=8, dim=1, norm="ortho"),

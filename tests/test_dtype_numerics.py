@@ -4,6 +4,22 @@ import pytest
 import torch
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_addmm_baddbmm_linear_round_once(dtype):
+    """CPU's addmm and baddbmm sum beta*self + alpha*product in float32 and round once; rounding the
+    product to the half type first differs in the last bit for many elements."""
+    torch.manual_seed(0)
+    c, a, b = torch.randn(16, 24).to(dtype), torch.randn(16, 32).to(dtype), torch.randn(32, 24).to(dtype)
+    bc, ba, bb = torch.randn(3, 16, 24).to(dtype), torch.randn(3, 16, 32).to(dtype), torch.randn(3, 32, 24).to(dtype)
+    cases = [(torch.addmm, (c, a, b), {"beta": 0.5, "alpha": 1.5}),
+             (torch.baddbmm, (bc, ba, bb), {"beta": 1.0, "alpha": -0.7}),
+             (torch.nn.functional.linear, (a, b.mT, c[0]), {})]
+    for fn, args, kw in cases:
+        want = fn(*args, **kw)
+        got = fn(*(t.to("tpu") for t in args), **kw)
+        assert got.dtype == dtype
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, msg=fn.__name__)
+
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
 def test_norm_of_complex_is_the_real_norm_of_magnitudes(dtype):
     x = torch.randn(5, 10, dtype=dtype)
@@ -69,6 +85,27 @@ def test_wide_unsigned_dtypes_end_to_end(dtype):
         assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
     torch.testing.assert_close(torch.special.i0e(X).cpu(), torch.special.i0e(x))
 
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+@pytest.mark.parametrize("other", [torch.bool, torch.uint8, torch.int8, torch.int32, torch.int64, torch.complex64,
+                                   torch.uint16, torch.uint32, torch.float16, torch.float64])
+def test_wide_unsigned_promotion_as_cpu(dtype, other):
+    """uint16/32/64 promote only with themselves and floats; with anything else CPU raises, and so does tpu,
+    with CPU's message."""
+    a, b = torch.ones(3, dtype=dtype), torch.ones(3, dtype=other)
+    try:
+        want = a + b
+    except NotImplementedError:  # CPU has no add kernel for the type: compare with the value it would give
+        want = (a.double() + b.double()).to(torch.promote_types(dtype, other))
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            a.to("tpu") + b.to("tpu")
+        assert str(got.value).startswith(str(e).splitlines()[0])
+        return
+    got = a.to("tpu") + b.to("tpu")
+    assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+    assert (a.to("tpu") + 5).dtype == dtype
 
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
 def test_complex_logaddexp_and_logcumsumexp(dtype):

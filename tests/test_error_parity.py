@@ -52,6 +52,12 @@ CASES = {
         torch.ones(3, device=d, dtype=torch.bool), 1j),
     "eye negative m": lambda d: torch.eye(0, -3, out=torch.zeros(0, device=d)),
     "roll of a scalar": lambda d: torch.roll(torch.tensor(1.0, device=d), 0, 0),
+    "in-place abs of complex": lambda d: torch.ones(3, dtype=torch.complex64, device=d).abs_(),
+    "random_ beyond bool": lambda d: torch.empty(3, dtype=torch.bool, device=d).random_(1, 3),
+    "random_ below uint8": lambda d: torch.empty(3, dtype=torch.uint8, device=d).random_(-1, 1),
+    "random_ beyond int8": lambda d: torch.empty(3, dtype=torch.int8, device=d).random_(0, 300),
+    "random_ beyond half": lambda d: torch.empty(3, dtype=torch.half, device=d).random_(0, 70000),
+    "uint16 with int32": lambda d: torch.ones(2, dtype=torch.uint16, device=d) * torch.ones(2, dtype=torch.int32, device=d),
 }
 
 

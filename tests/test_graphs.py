@@ -214,3 +214,19 @@ def test_make_graphed_callables_forward_and_backward_match_cpu():
         torch.testing.assert_close(xt.grad.cpu(), xc.grad, rtol=1e-5, atol=1e-6)
         for p_cpu, p_tpu in zip(cpu.parameters(), tpu.parameters()):
             torch.testing.assert_close(p_tpu.grad.cpu(), p_cpu.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_debug_dump_writes_the_captured_program(tmp_path):
+    x = torch.ones(4, 3, device="tpu")
+    g = torch.tpu.TPUGraph()
+    with pytest.raises(RuntimeError, match="holds no capture"):
+        g.debug_dump(str(tmp_path / "none.mlir"))
+    g.enable_debug_mode()
+    with torch.tpu.graph(g):
+        y = (x * 2).exp().sum(dim=1)
+    g.debug_dump(str(tmp_path / "g.mlir"))
+    text = (tmp_path / "g.mlir").read_text()
+    assert text.startswith("module") and "func.func public @main" in text
+    assert "stablehlo.exponential" in text and "stablehlo.reduce" in text
+    g.replay()
+    torch.testing.assert_close(y.cpu(), (torch.ones(4, 3) * 2).exp().sum(dim=1))

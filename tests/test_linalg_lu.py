@@ -110,3 +110,24 @@ def test_check_errors(mode):
         torch.linalg.lu_factor(z)
     info = torch.linalg.cholesky_ex(torch.eye(3, device="tpu"), check_errors=True).info
     assert info.item() == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_lu_triangular_and_cholesky_solves(mode, dtype):
+    a = randn(3, 4, 4, dtype=dtype)
+    b = randn(3, 4, 2, dtype=dtype)
+    # LAPACK picks the pivot of largest |re| + |im|, which is what the factors and pivots are compared on.
+    check(torch.linalg.lu_factor_ex, a)
+    check(torch.linalg.lu, randn(2, 3, 5, dtype=dtype))
+    t = randn(4, 4, dtype=dtype).triu() + 4 * torch.eye(4, dtype=dtype)
+    for upper in (True, False):
+        tri = t if upper else t.mT
+        check(lambda a, b: torch.linalg.solve_triangular(a, b, upper=upper), tri, b)
+        check(lambda a, b: torch.linalg.solve_triangular(a, b, upper=upper, left=False), tri, b.mT)
+        check(lambda b, a: torch.triangular_solve(b, a, upper=upper, transpose=True), b, tri)
+    factor = torch.linalg.cholesky(a @ a.mH + 4 * torch.eye(4, dtype=dtype))
+    for upper in (False, True):
+        f = factor.mH.contiguous() if upper else factor
+        check(lambda b, f: torch.cholesky_solve(b, f, upper=upper), b, f)
+        check(lambda f: torch.cholesky_inverse(f, upper=upper), f)
+    check_grad(lambda a, b: torch.linalg.solve_triangular(a, b, upper=True).real, t, b)

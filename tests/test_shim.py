@@ -96,3 +96,39 @@ def test_forked_child_cannot_use_device():
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
     assert torch.equal((x + x).cpu(), torch.full((2,), 2.0))
+
+
+def test_sliced_untyped_storage():
+    """A storage sliced from another starts inside it: reads, writes through it and its bytes are CPU's."""
+    def run(dev):
+        x = torch.arange(8, dtype=torch.int32, device=dev)
+        s = x.untyped_storage()[8:24]
+        y = torch.empty(0, dtype=torch.int32, device=dev).set_(s, 0, (4,), (1,))
+        before = y.cpu().tolist()
+        y.add_(100)
+        z = torch.empty(0, dtype=torch.int16, device=dev).set_(x.untyped_storage()[2:10], 0, (4,), (1,))
+        return before, x.cpu().tolist(), z.cpu().tolist(), len(s), bytes(s.cpu())
+    assert run("tpu") == run("cpu")
+    x = torch.arange(8, dtype=torch.int32, device="tpu")
+    with pytest.raises(RuntimeError, match="not aligned"):
+        torch.empty(0, dtype=torch.int32, device="tpu").set_(x.untyped_storage()[2:10], 0, (2,), (1,)).cpu()
+
+
+def test_tensors_of_many_dimensions():
+    """Tensor arguments have no dimension limit; reductions over listed dims stop at 64 as CPU's do; new results
+    of more than 64 dimensions are refused with an error naming the limit."""
+    def run(dev):
+        x = torch.arange(2 ** 13, dtype=torch.int64).reshape([2] * 13).to(dev)
+        y = torch.ones([1] * 65, device=dev)
+        with pytest.raises(RuntimeError, match="only tensors with up to 64 dims are supported"):
+            y.amax(-1)
+        if dev == "tpu":
+            with pytest.raises(RuntimeError, match="up to 64 dims are supported as tpu results"):
+                y + 1
+        return [(x * 3 + 1).sum(dim=(0, 5, 12)).cpu(), x.permute(*reversed(range(13))).contiguous().cpu(),
+                x[1, ..., 0].clone().cpu(), torch.ones([1] * 64, device=dev).sum(dim=63).dim(), y.dim(), y.cpu()]
+    for got, want in zip(run("tpu"), run("cpu")):
+        if isinstance(want, torch.Tensor):
+            assert got.shape == want.shape and got.stride() == want.stride() and torch.equal(got, want)
+        else:
+            assert got == want

@@ -77,10 +77,15 @@ class TPUGraph:
         return _PoolHandle()
 
     def enable_debug_mode(self):
-        pass
+        """Accepted for CUDA's API: the captured program's text is always kept, so debug_dump needs no mode."""
 
     def debug_dump(self, debug_path):
-        raise NotImplementedError("torch.tpu.TPUGraph.debug_dump: set TORCHTPU_DUMP_DIR to dump compiled programs")
+        """Write the captured program, as the StableHLO text it was compiled from, to debug_path (CUDA writes
+        a DOT graph of its kernels there)."""
+        if not self._state[0]:
+            raise RuntimeError("torch.tpu.TPUGraph: debug_dump() of a graph that holds no capture")
+        with open(debug_path, "w") as f:
+            f.write(torch.ops.torchtpu.program_text(self._state[0]))
 
 
 class graph:

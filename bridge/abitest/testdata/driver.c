@@ -21,16 +21,23 @@
 
 static char err[512];
 
+/* dims holds the sizes and strides the descriptions point at (two entries per tensor). */
+static int64_t dims[64][2];
+static int ndims;
+
 /* vec describes a contiguous 1-D float32 tensor of n elements at storage addr. */
 static ttpu_tensor vec(uint64_t addr, int64_t n) {
   ttpu_tensor t;
+  int64_t* d = dims[ndims++ % 64];
   memset(&t, 0, sizeof t);
   t.data = addr;
   t.storage_nbytes = 4 * n;
   t.dtype = FLOAT32;
   t.ndim = 1;
-  t.sizes[0] = n;
-  t.strides[0] = 1;
+  d[0] = n;
+  d[1] = 1;
+  t.sizes = &d[0];
+  t.strides = &d[1];
   t.device = TTPU_DEV_TPU;
   return t;
 }
@@ -114,7 +121,8 @@ static void values(void) {
   show("view", mid);
 
   ttpu_tensor every_other = vec(a, 2); /* a[::2] */
-  every_other.strides[0] = 2;
+  static const int64_t two = 2;
+  every_other.strides = &two;
   show("strided", every_other);
 
   binary("add_", "aten::add_.Tensor", vec(a, 4), vec(b, 4)); /* in place: writes a, returns nothing */
