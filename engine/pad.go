@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -15,11 +16,11 @@ import (
 // buffer or pending value has pad.cap elements in dimension pad.dim, those
 // past shape[pad.dim] zero. Only a rule that returns a padded result makes
 // one (cat as an append, from the second append on: a first append's result
-// is plain and only marked as grown), and only rules that ask for the padded form
-// (ReadPadded) compute on it; the size then reaches the program as a runtime
-// scalar, so a tensor that grows by a step at a time is read and appended to
-// by one program per capacity instead of one per size. Everything else sees
-// the storage at its size:
+// is plain and only marked as grown), and only rules that ask for the padded
+// form (ReadPadded) compute on it; the size then reaches the program as a
+// runtime scalar, so a tensor that grows by a step at a time is read and
+// appended to by one program per capacity instead of one per size.
+// Everything else sees the storage at its size:
 //
 //   - a view of it that does not span its whole size along pad.dim (the
 //     last token, the newest key) is read by dynamic_slice at runtime starts,
@@ -31,8 +32,8 @@ import (
 //     turns it back into a plain storage (unpad).
 //
 // Plans never cover an op that reads or makes a padded storage: the rule runs
-// each time. TORCHTPU_PAD=0 turns padding off; TORCHTPU_PAD_MIN sets the
-// smallest capacity (default 128; capacities are powers of two).
+// each time. TORCHTPU_PAD=0 turns padding off; capacities start at
+// TORCHTPU_PAD_MIN (default 128) and double.
 
 // padding says how a storage's value is padded.
 type padding struct {
@@ -55,10 +56,10 @@ func padSettings() (on bool, least int64) {
 	return on, least
 }
 
-// PadCapacity implements dispatch.PaddedReader: the smallest power of two at
-// least n and the least capacity. Results are not padded in debug mode (its
-// NaN checks read whole values), while a program is captured (its inputs are
-// bound at their sizes) or with TORCHTPU_PAD=0.
+// PadCapacity implements dispatch.PaddedReader: the least capacity, doubled
+// until it holds n. Results are not padded in debug mode (its NaN checks
+// read whole values), while a program is captured (its inputs are bound at
+// their sizes) or with TORCHTPU_PAD=0.
 func (e *Engine) PadCapacity(n int64) (int64, bool) {
 	if !e.padOn || e.mode == ModeDebug || e.capturing() || n <= 0 {
 		return 0, false
@@ -158,13 +159,18 @@ func (e *Engine) unpad(st *Storage) {
 	e.setPending(st, v)
 }
 
-// unpadDevice unpads every padded storage of the current device (before a
-// graph capture, which binds storages by address).
+// unpadDevice unpads every padded storage of the current device, in address
+// order (before a graph capture, which binds storages by address).
 func (e *Engine) unpadDevice() {
+	var sts []*Storage
 	for _, st := range e.storages {
 		if st.pad != nil && st.device == e.dev.cur {
-			e.unpad(st)
+			sts = append(sts, st)
 		}
+	}
+	slices.SortFunc(sts, func(a, b *Storage) int { return cmp.Compare(a.addr, b.addr) })
+	for _, st := range sts {
+		e.unpad(st)
 	}
 }
 
