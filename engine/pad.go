@@ -32,8 +32,9 @@ import (
 //     turns it back into a plain storage (unpad).
 //
 // Plans never cover an op that reads or makes a padded storage: the rule runs
-// each time. TORCHTPU_PAD=0 turns padding off; capacities start at
-// TORCHTPU_PAD_MIN (default 128) and double.
+// each time. The bytes past a storage's size are not counted as allocated
+// (nor against TORCHTPU_MEMORY_LIMIT). TORCHTPU_PAD=0 turns padding off;
+// capacities start at TORCHTPU_PAD_MIN (default 128) and double.
 
 // padding says how a storage's value is padded.
 type padding struct {
