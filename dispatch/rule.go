@@ -59,6 +59,9 @@ type Ctx struct {
 	// values the rule knows from its arguments alone (arange); the engine keeps
 	// it for index checks, so indices made on the device need no read either.
 	Ranges map[int][2]int64
+	// Pads holds, by result index, the results the rule returns in padded
+	// form (padded.go).
+	Pads map[int]PadResult
 	// OutArgs is the number of trailing out= arguments, which the engine
 	// sets once an out= variant's rule has run: they are no inputs, so they
 	// take no part in ComputesComplexHalf.

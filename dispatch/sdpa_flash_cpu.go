@@ -26,8 +26,10 @@ func seq(n int) []int64 {
 }
 
 // readAttn reads q, k, v at qi, qi+1, qi+2, is_causal at causal, attn_mask
-// at mask and scale at scale.
-func (c *Ctx) readAttn(qi, causal, mask, scale int) (*attnArgs, error) {
+// at mask and scale at scale. With padded set, keys and values held padded
+// along their sequence dimension (a growing key/value cache, padded.go) are
+// read so, and the keys past their size are masked out.
+func (c *Ctx) readAttn(qi, causal, mask, scale int, padded bool) (*attnArgs, error) {
 	qm, km, vm := c.Meta(qi), c.Meta(qi+1), c.Meta(qi+2)
 	r := qm.Rank()
 	if r < 2 || km.Rank() != r || vm.Rank() != r {
@@ -50,10 +52,17 @@ func (c *Ctx) readAttn(qi, causal, mask, scale int) (*attnArgs, error) {
 	}
 	b, d := c.B, opmathType(qm.DType)
 	a := &attnArgs{d: d, batch: batch, l: qm.Sizes[r-2], s: km.Sizes[r-2]}
-	a.q, a.k, a.v = b.Convert(c.T(qi), d.Elem()), b.Convert(c.T(qi+1), d.Elem()), b.Convert(c.T(qi+2), d.Elem())
+	a.q = b.Convert(c.T(qi), d.Elem())
 	a.scale = 1 / math.Sqrt(float64(qm.Sizes[r-1]))
 	if c.Has(scale) {
 		a.scale = c.Float(scale, a.scale)
+	}
+	if kp, vp, ok := c.paddedKV(qi, r-2, padded && !c.Has(mask)); ok {
+		a.k, a.v, a.s = b.Convert(kp.V, d.Elem()), b.Convert(vp.V, d.Elem()), kp.Cap
+		ls := append(append([]int64{}, batch...), a.l, a.s)
+		a.bias = b.Select(validMask(b, ls, r-1, kp.Size), full(b, d, ls, 0), full(b, d, ls, math.Inf(-1)))
+	} else {
+		a.k, a.v = b.Convert(c.T(qi+1), d.Elem()), b.Convert(c.T(qi+2), d.Elem())
 	}
 	ls := append(append([]int64{}, batch...), a.l, a.s)
 	if c.Has(mask) {
@@ -79,6 +88,23 @@ func (c *Ctx) readAttn(qi, causal, mask, scale int) (*attnArgs, error) {
 		}
 	}
 	return a, nil
+}
+
+// paddedKV returns the keys and values at qi+1 and qi+2 in padded form along
+// dim when allowed and both are held so with one capacity (they then have
+// one size).
+func (c *Ctx) paddedKV(qi, dim int, allowed bool) (k, v Padded, ok bool) {
+	if !allowed {
+		return k, v, false
+	}
+	kc, kok := c.paddedCap(qi+1, 0, dim)
+	vc, vok := c.paddedCap(qi+2, 0, dim)
+	if !kok || !vok || kc != vc {
+		return k, v, false
+	}
+	k, _ = c.readPadded(qi+1, 0, dim)
+	v, _ = c.readPadded(qi+2, 0, dim)
+	return k, v, true
 }
 
 // scores returns the scaled, masked scores q k^T * scale + mask [..., L, S].
@@ -116,7 +142,7 @@ func sdpaFlashCPU(c *Ctx) ([]*hlo.Value, error) {
 	if c.Float(3, 0) != 0 {
 		return nil, Errorf("scaled_dot_product_attention_flash_attention: Currently do not support dropout > 0")
 	}
-	a, err := c.readAttn(0, 4, 5, 6)
+	a, err := c.readAttn(0, 4, 5, 6, true)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +185,7 @@ func sdpaFlashCPUBackward(c *Ctx) ([]*hlo.Value, error) {
 	if c.Float(6, 0) != 0 {
 		return nil, Errorf("scaled_dot_product_attention_flash_attention_backward: Currently do not support dropout > 0")
 	}
-	a, err := c.readAttn(1, 7, 8, 9)
+	a, err := c.readAttn(1, 7, 8, 9, false)
 	if err != nil {
 		return nil, err
 	}

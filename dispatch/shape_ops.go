@@ -28,8 +28,7 @@ func catRule(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals := c.List(0)
-	var parts []*hlo.Value
+	var inputs []int // the inputs concatenated
 	for i, m := range metas {
 		if m.Rank() == 1 && m.Sizes[0] == 0 {
 			continue
@@ -43,9 +42,85 @@ func catRule(c *Ctx) ([]*hlo.Value, error) {
 					dim, r.Sizes[k], m.Sizes[k], i)
 			}
 		}
-		parts = append(parts, c.B.Convert(vals[i], d.Elem()))
+		inputs = append(inputs, i)
+	}
+	if out, ok := catAppend(c, d, int(dim), inputs); ok {
+		return []*hlo.Value{out}, nil
+	}
+	vals := c.List(0)
+	parts := make([]*hlo.Value, len(inputs))
+	for k, i := range inputs {
+		parts[k] = c.B.Convert(vals[i], d.Elem())
 	}
 	return []*hlo.Value{c.B.Concatenate(int(dim), parts...)}, nil
+}
+
+// catAppend lowers cat along dim as an append (padded.go). When the first
+// input is held padded along dim, the result is its padded value with the
+// others written at its size: one program for every size up to the
+// capacity (grown to the next one when they do not fit). A first input not
+// held padded whose own value is an append, with the others small beside it
+// (together at most a quarter of its size), starts padding: that is a loop
+// appending a step at a time. A first append only marks its result as one
+// (its value is the plain concatenation), so a cat done once never pads.
+// ok is false when none of these applies or padding is off.
+func catAppend(c *Ctx, d DType, dim int, inputs []int) (*hlo.Value, bool) {
+	if len(inputs) < 2 {
+		return nil, false
+	}
+	metas, hs := c.Args[0].Tensors, c.Args[0].Handles
+	n0, rest := metas[inputs[0]].Sizes[dim], int64(0)
+	for _, i := range inputs[1:] {
+		rest += metas[i].Sizes[dim]
+	}
+	if rest == 0 {
+		return nil, false
+	}
+	capacity, ok := c.padCapacity(n0 + rest)
+	if !ok {
+		return nil, false
+	}
+	_, held := c.paddedCap(0, inputs[0], dim)
+	if !held && 4*rest > n0 {
+		return nil, false
+	}
+	first := !held && !c.appended(inputs[0], dim)
+	var p Padded
+	if held {
+		p, _ = c.readPadded(0, inputs[0], dim)
+		if n0+rest <= p.Cap {
+			capacity = p.Cap
+		}
+	}
+	b := c.B
+	tail := make([]*hlo.Value, 0, len(inputs)-1)
+	for _, i := range inputs[1:] {
+		tail = append(tail, b.Convert(c.R.Read(hs[i]), d.Elem()))
+	}
+	app := tail[0]
+	if len(tail) > 1 {
+		app = b.Concatenate(dim, tail...)
+	}
+	var out *hlo.Value
+	if held {
+		starts := make([]*hlo.Value, app.T.Rank())
+		for k := range starts {
+			starts[k] = b.ConstantInt(hlo.T(hlo.S64), 0)
+		}
+		starts[dim] = p.Size
+		out = b.DynamicUpdateSlice(padTo(b, b.Convert(p.V, d.Elem()), dim, capacity), app, starts)
+	} else {
+		out = b.Concatenate(dim, b.Convert(c.R.Read(hs[inputs[0]]), d.Elem()), app)
+	}
+	if first {
+		c.AppendedAt(0, dim) // a first append: marked, not padded
+		return out, true
+	}
+	if !held {
+		out = padTo(b, out, dim, capacity)
+	}
+	c.PadResultAt(0, dim, n0+rest)
+	return out, true
 }
 
 // rangeReader is a Reader that may know the value range of an integer

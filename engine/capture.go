@@ -102,6 +102,9 @@ func (e *Engine) CaptureBegin(name string, inputs []*TensorDesc) error {
 	if err := e.useDevice(dev); err != nil {
 		return err
 	}
+	for _, t := range inputs {
+		e.unpad(e.storages[t.Addr]) // an input is bound at its size
+	}
 	if err := e.flush(); err != nil {
 		return err
 	}

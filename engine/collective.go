@@ -55,6 +55,9 @@ func (e *Engine) AllReduceDevices(addrs []uint64, op string) error {
 	if n < 1 || n > e.client.DeviceCount() {
 		return fmt.Errorf("torchtpu: all_reduce across devices: %d tensors for %d devices", n, e.client.DeviceCount())
 	}
+	if err := e.unpadStorages(addrs); err != nil {
+		return err
+	}
 	if err := e.flushAll(); err != nil {
 		return err
 	}

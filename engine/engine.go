@@ -28,6 +28,8 @@ type Storage struct {
 	known   *intRange      // value range of host-written integers, if known
 	seg     uint64         // the step segment that last gave it a slot (step_tape.go)
 	slot    int32          // its slot in that segment
+	pad     *padding       // how buf or pending is padded, if it is (pad.go)
+	grown   int            // 1 + the dimension along which the value is an append, or 0 (pad.go)
 }
 
 // Engine is one PJRT client and the state of its devices.
@@ -72,6 +74,8 @@ type Engine struct {
 	hcBase      pjrt.HostCacheStats // host cache counters at the last metrics reset
 	hostCache   bool                // the plugin's large host blocks are cached (hostcache.go)
 	dev         devices             // the device ops record for, and the others' pending state (devices.go)
+	padOn       bool                // results may be padded (pad.go, TORCHTPU_PAD)
+	padMin      int64               // the smallest capacity of a padded result (TORCHTPU_PAD_MIN)
 
 	capture        *capture        // the program being captured, if any (capture.go)
 	captureAborted string          // why the last capture stopped early
@@ -114,6 +118,7 @@ func New() *Engine {
 	e.noFusedPath = os.Getenv("TORCHTPU_FUSED_FAST_PATH") == "0"
 	e.noPhaseCut = os.Getenv("TORCHTPU_BACKWARD_CUT") == "0"
 	e.noStepTape = os.Getenv("TORCHTPU_STEP_REPLAY") == "0"
+	e.padOn, e.padMin = padSettings()
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
 	}

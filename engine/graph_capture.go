@@ -83,6 +83,7 @@ func (e *Engine) GraphCaptureBegin() error {
 	if e.capture != nil {
 		return errors.New("torchtpu: a graph is already being captured (nested capture)")
 	}
+	e.unpadDevice() // the graph binds storages by address, at their sizes
 	if err := e.flushAll(); err != nil {
 		return err
 	}

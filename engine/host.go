@@ -48,7 +48,7 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 	if !e.capturing() && whole {
 		// The whole storage is replaced: the new buffer becomes its value.
 		e.dropBuffer(st.buf)
-		st.buf, st.pending = buf, nil
+		st.buf, st.pending, st.pad, st.grown = buf, nil, nil, 0
 		st.shaped, st.dtype, st.shape = true, t.DType, append([]int64{}, t.Sizes...)
 		st.known = hostIntRange(src, t.DType)
 		return nil
@@ -106,6 +106,9 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	if (st.pending != nil || st.buf != nil) && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {
 		if err := e.flush(); err != nil {
 			return err
+		}
+		if st.buf != nil && st.pad != nil {
+			return e.copyPaddedToHost(st, dst)
 		}
 		if st.buf != nil {
 			return e.copyToHost(st.buf, dst, "tensor")

@@ -107,7 +107,7 @@ func (e *Engine) readWhileRecording(t *TensorDesc, dst []byte) error {
 	if err := e.syncInCapture(); err != nil {
 		return err
 	}
-	if st.pending == nil && st.buf != nil && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {
+	if st.pending == nil && st.buf != nil && st.pad == nil && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {
 		return e.copyToHost(st.buf, dst, "values a rule reads")
 	}
 	v := e.Read(t)

@@ -94,7 +94,7 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		return nil, err
 	}
 	var p *plan
-	if m.mode != planNone || tapeOnly {
+	if (m.mode != planNone || tapeOnly) && len(c.Pads) == 0 { // a replay would not keep padding
 		p = e.learn(m, args, outs)
 		if p != nil && len(c.Ranges) > 0 {
 			p.ranged = true // a pasted plan would not keep the ranges; a step tape does
@@ -209,6 +209,7 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 			outs = append(outs, o)
 		}
 	case dispatch.Inplace:
+		results = cutPadded(c, results)
 		// self is a tensor, or a tensor list for the _foreach_ ops.
 		for i, h := range args[0].Handles {
 			if i >= len(results) {
@@ -219,7 +220,7 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 			}
 		}
 	case dispatch.OutVariant:
-		if err := e.writeOuts(c, entry.Rule, results); err != nil {
+		if err := e.writeOuts(c, entry.Rule, cutPadded(c, results)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -364,19 +365,43 @@ func (e *Engine) writeResultAs(c *dispatch.Ctx, d *TensorDesc, r *hlo.Value, wha
 
 // newOutput allocates a storage holding new result k, r, of the rule that
 // ran in c as its pending value: contiguous, or in the memory order the
-// caller asked for (layout.go).
+// caller asked for (layout.go). A result the rule returned padded keeps its
+// padding when it is contiguous (pad.go).
 func (e *Engine) newOutput(c *dispatch.Ctx, r *hlo.Value, k int) (OutTensor, error) {
-	r = laidOut(e.d.g.b, r, e.outputOrder(k, len(r.T.Shape)))
+	order := e.outputOrder(k, len(r.T.Shape))
 	d := c.ResultDType(r)
-	n := numel(r.T.Shape) * int64(d.Size())
+	var pad *padding
+	grown := 0
+	if pr, ok := c.Pads[k]; ok && pr.Plain {
+		grown = pr.Dim + 1
+	} else if ok {
+		r, pad = padResult(e.d.g.b, r, pr, order, d)
+	}
+	r = laidOut(e.d.g.b, r, order)
+	shape := append([]int64{}, r.T.Shape...)
+	if pad != nil {
+		shape[pad.dim] = c.Pads[k].Size
+	}
+	n := numel(shape) * int64(d.Size())
 	addr, err := e.newStorage(n, e.dev.cur)
 	if err != nil {
 		return OutTensor{}, err
 	}
 	st := e.storages[addr]
-	st.shaped, st.dtype, st.shape = true, d, append([]int64{}, r.T.Shape...)
+	st.shaped, st.dtype, st.shape, st.pad, st.grown = true, d, shape, pad, grown
 	e.setPending(st, store(e.d.g.b, r, d))
 	return OutTensor{Addr: addr, NBytes: n, DType: d, Sizes: st.shape}, nil
+}
+
+// cutPadded cuts the results a rule returned padded to their sizes, for
+// results written into arguments.
+func cutPadded(c *dispatch.Ctx, results []*hlo.Value) []*hlo.Value {
+	for k, pr := range c.Pads {
+		if k < len(results) && !pr.Plain && pr.Dim >= 0 && pr.Dim < results[k].T.Rank() {
+			results[k] = cutTo(c.B, results[k], pr.Dim, pr.Size)
+		}
+	}
+	return results
 }
 
 // checkDTypes rejects tensor arguments of a dtype the device cannot hold

@@ -185,12 +185,13 @@ func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, pending bool) bool {
 		return true
 	}
 	st, found := e.storages[t.Addr]
-	if !found || (!pending && (!st.shaped || st.buf == nil || st.pending != nil)) {
+	if !found || st.pad != nil || (!pending && (!st.shaped || st.buf == nil || st.pending != nil)) {
 		return false
 	}
 	w.u(uint64(st.nbytes))
 	w.u(uint64(st.dtype))
 	w.i64s(st.shape)
+	w.u(uint64(st.grown)) // cat pads an append to an append
 	if pending {
 		w.u(uint64(storageState(st)))
 		if st.pending != nil {

@@ -224,6 +224,7 @@ func (e *Engine) programInputs(p *Program, inputs []*TensorDesc) ([]*Storage, er
 		return nil, err
 	}
 	for i, t := range inputs {
+		e.unpad(sts[i]) // bound at its size
 		if sts[i].pending != nil || e.replayHolds(sts[i]) {
 			if err := e.flush(); err != nil {
 				return nil, err

@@ -291,6 +291,11 @@ func (e *Engine) launchReplay(s *segment) (bool, error) {
 			return false, nil
 		}
 	}
+	for _, st := range s.slots {
+		if st != nil && st.pad != nil { // a padded buffer is not the shape the program binds
+			return false, nil
+		}
+	}
 	x, ok := e.cache.Get(t.key)
 	if !ok {
 		return false, nil

@@ -57,11 +57,14 @@ func (e *Engine) Read(h any) *hlo.Value {
 	if err != nil {
 		panic(err)
 	}
-	base := e.baseValue(st, t.DType)
 	if err := checkBounds(st, t); err != nil {
 		panic(err)
 	}
-	if st.buf != nil && st.pending == nil && st.dtype == t.DType {
+	if v, ok := e.readPaddedView(st, t); ok {
+		return v
+	}
+	base := e.baseValue(st, t.DType)
+	if st.pad == nil && st.buf != nil && st.pending == nil && st.dtype == t.DType {
 		// A window of a materialized storage (a batch sliced from a dataset
 		// on the device, a row of a table) starts at runtime offsets, so the
 		// next window reuses the program.
@@ -114,6 +117,8 @@ func (e *Engine) baseValue(st *Storage, d dispatch.DType) *hlo.Value {
 	switch {
 	case !st.shaped:
 		return b.Constant(hlo.T(d.Elem(), st.nbytes/int64(d.Size())), 0)
+	case st.pad != nil:
+		v = cutTo(b, e.physValue(st), st.pad.dim, st.shape[st.pad.dim])
 	case st.pending != nil:
 		v = st.pending
 	case st.buf != nil:
@@ -222,6 +227,8 @@ func (e *Engine) write(t *TensorDesc, val *hlo.Value) error {
 	if err := checkBounds(st, t); err != nil {
 		return err
 	}
+	e.unpad(st)
+	st.grown = 0
 	b := e.d.g.b
 	if !st.shaped {
 		if t.Offset == 0 && t.view().isContiguous() && numel(t.Sizes)*int64(t.DType.Size()) == st.nbytes {

@@ -169,28 +169,34 @@ func readViewWith(b *hlo.Builder, base *hlo.Value, v view, starts windowStarts) 
 		} else {
 			x = b.Slice(base, p.start, p.limit, p.step)
 		}
-		// Keep the walked base dimensions, in base order, then permute to view order.
-		var keep []int64
-		for j := range shape {
-			for _, d := range p.dims {
-				if d == j {
-					keep = append(keep, x.T.Shape[j])
-				}
-			}
-		}
-		x = b.Reshape(x, keep...)
-		order := viewOrder(p.dims)
-		x = b.Transpose(x, order...)
-		var mapping []int64
-		for i, d := range p.dims {
-			if d >= 0 {
-				mapping = append(mapping, int64(i))
-			}
-		}
-		return b.BroadcastInDim(x, v.sizes, mapping)
+		return placeSlice(b, x, p, v)
 	}
 	flat := b.Reshape(base, numel(shape))
 	return b.GatherFlat(flat, flatIndex(b, v))
+}
+
+// placeSlice turns x, the block of the base that plan p of view v slices,
+// into the view: it keeps the walked base dimensions, in base order, then
+// permutes them to view order and broadcasts to the view's sizes.
+func placeSlice(b *hlo.Builder, x *hlo.Value, p slicePlan, v view) *hlo.Value {
+	var keep []int64
+	for j := range x.T.Shape {
+		for _, d := range p.dims {
+			if d == j {
+				keep = append(keep, x.T.Shape[j])
+			}
+		}
+	}
+	x = b.Reshape(x, keep...)
+	order := viewOrder(p.dims)
+	x = b.Transpose(x, order...)
+	var mapping []int64
+	for i, d := range p.dims {
+		if d >= 0 {
+			mapping = append(mapping, int64(i))
+		}
+	}
+	return b.BroadcastInDim(x, v.sizes, mapping)
 }
 
 // viewOrder returns, for the walked view dimensions in view order, their

@@ -9,10 +9,10 @@ import torch
 from .harness import to
 
 
-def _generate(model, prompt, mode, cache, seed=None, **kw):
+def _generate(model, prompt, mode, cache_implementation, seed=None, **kw):
     """model.generate on tpu in mode; returns the tokens on CPU and the metrics of the call."""
-    if cache is not None:
-        kw["cache_implementation"] = cache
+    if cache_implementation is not None:
+        kw["cache_implementation"] = cache_implementation
     torch.tpu.set_mode("strict" if mode == "compile" else mode)
     try:
         torch.tpu.reset_metrics()
@@ -78,3 +78,36 @@ def check_sampling(build, prompt, mode, vocab, max_new_tokens=8, cache=None, **k
     assert torch.equal(got[:, :ids.shape[1]], ids)
     assert int(got.min()) >= 0 and int(got.max()) < vocab, got.tolist()
     assert torch.equal(runs[1], got), f"same seed, other tokens: {runs[1].tolist()} vs {got.tolist()}"
+
+
+def compare_decoding_programs(build, prompt, mode, cache=None, short=8, long=24, **kw):
+    """Greedy generate() on tpu for `short` new tokens, then for `long`, each against CPU eager: the tokens must
+    be equal, and the longer call must compile no program. Tensors that grow a step at a time (the ids, the
+    positions, a dynamic key/value cache) are held padded (engine/pad.go), so the decoding steps inside one
+    capacity run the same programs whatever their count. A static cache (cache="static") is made at the longer
+    call's length for both calls, so that its own shapes do not change with max_new_tokens either."""
+    from transformers import StaticCache
+
+    torch.manual_seed(0)
+    cpu_model = build().eval()
+    model = _on_tpu(build, mode)
+    length = prompt[0].shape[1] + long
+
+    def cache_kw(on_cpu):
+        if cache != "static":
+            return {}
+        extra = {"disable_compile": True} if on_cpu else {}
+        return dict(cache=StaticCache(config=cpu_model.config, max_cache_len=length), **extra)
+
+    compiled = []
+    for n in (short, long):
+        with torch.no_grad():
+            want = cpu_model.generate(*prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False, **kw,
+                                      **cache_kw(True))
+        got, metrics = _generate(model, prompt, mode, None, max_new_tokens=n, min_new_tokens=n, do_sample=False,
+                                 **kw, **cache_kw(False))
+        assert torch.equal(got, want), f"{n} tokens: tpu {got.tolist()} vs CPU {want.tolist()}"
+        _no_fallbacks(metrics)
+        compiled.append(metrics["graphs_compiled"])
+    assert compiled[0] > 0 and compiled[1] == 0, \
+        f"programs compiled for {short} new tokens, then for {long}: {compiled}"

@@ -1,10 +1,10 @@
 """GPT-2 (transformers, SDPA attention): training in every mode, greedy and sampled generation with the dynamic
-and the static cache, and bf16 autocast."""
+and the static cache, decoding that compiles no program per token, and bf16 autocast."""
 import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from .generation import check_sampling, compare_generation
+from .generation import check_sampling, compare_decoding_programs, compare_generation
 from .harness import MODES, Case, compare_training
 
 VOCAB, SEQ, BATCH = 128, 16, 2
@@ -65,3 +65,12 @@ def test_gpt2_greedy_generation_matches_cpu(mode, cache):
 @pytest.mark.parametrize("mode", MODES)
 def test_gpt2_sampled_generation_runs_on_tpu(mode, cache):
     check_sampling(build, (batch(8)[0][:, :5],), mode, VOCAB, cache=cache, pad_token_id=0)
+
+
+@pytest.mark.parametrize("cache", [None, "static"])
+@pytest.mark.parametrize("mode", [pytest.param("strict", marks=pytest.mark.zoo_full), "fused"])
+def test_gpt2_decoding_compiles_no_program_per_token(mode, cache):
+    # Three rows of six or seven tokens: shapes no other test (nor the other cache) generates from, so that the
+    # programs counted are this test's own.
+    prompt = torch.randint(0, VOCAB, (3, 6 if cache is None else 7), generator=torch.Generator().manual_seed(11))
+    compare_decoding_programs(build, (prompt,), mode, cache=cache, pad_token_id=0)
