@@ -56,6 +56,7 @@ type Engine struct {
 	noFusedPath bool                    // TORCHTPU_FUSED_FAST_PATH=0
 	noPhaseCut  bool                    // TORCHTPU_BACKWARD_CUT=0
 	noStepTape  bool                    // TORCHTPU_STEP_REPLAY=0
+	padSeen     bool                    // a tensor grew by appends (pad.go): step replay is off while one is alive
 	segments    uint64                  // step segments started so far, each one's epoch (step_tape.go)
 	lastProg    string                  // the cache key of the program flush launched last
 	events      []inFlight              // launched work that may still run

@@ -372,6 +372,9 @@ func (e *Engine) newOutput(c *dispatch.Ctx, r *hlo.Value, k int) (OutTensor, err
 	d := c.ResultDType(r)
 	var pad *padding
 	grown := 0
+	if _, ok := c.Pads[k]; ok {
+		e.padSeen = true // step tapes do not know padding: they wait (stepSegment)
+	}
 	if pr, ok := c.Pads[k]; ok && pr.Plain {
 		grown = pr.Dim + 1
 	} else if ok {

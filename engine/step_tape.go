@@ -136,6 +136,12 @@ func (e *Engine) stepSegment() *segment {
 	if e.mode != ModeFused || e.noFusedPath || e.noStepTape || e.capturing() {
 		return nil
 	}
+	if e.padSeen && e.d.seg == nil {
+		e.padSeen = e.anyGrowing()
+	}
+	if e.padSeen {
+		return nil
+	}
 	s := e.d.seg
 	if s == nil {
 		g := e.d.g
@@ -150,6 +156,17 @@ func (e *Engine) stepSegment() *segment {
 		return nil
 	}
 	return s
+}
+
+// anyGrowing reports whether a live storage is padded or marked as an
+// append (pad.go): step tapes do not know padding, so they wait until none is.
+func (e *Engine) anyGrowing() bool {
+	for _, st := range e.storages {
+		if st.pad != nil || st.grown != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // tapeKey writes the key of op on args into s.hard and s.soft, giving each
