@@ -44,13 +44,16 @@ Stand-ins (tests/device_generic/standins.py), each for a name the 2.6 files impo
                                     never runs here); a stand-in module whose @given skips the test.
 
 Outcomes go to build/device_generic/ (results.json, summary.md, the workers' logs); --failures writes the tpu
-failures one a line with their first error line.
+failures one a line with their first error line. The tpu workers keep a persistent compile cache of their own in
+the cache folder (programs/), so a second run compiles almost nothing: many of these tests index one element at a
+time in Python loops, and each new offset is a new program.
 """
 import argparse
 import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -131,8 +134,8 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--files", default=",".join(FILES), help="comma-separated file names in PyTorch's test/")
     p.add_argument("-k", help="pytest -k expression applied to every file")
-    p.add_argument("--test-timeout", type=float, default=120, help="seconds one test may run (default 120)")
-    p.add_argument("--file-timeout", type=float, default=1800, help="seconds one file may run on tpu")
+    p.add_argument("--test-timeout", type=float, default=300, help="seconds one test may run (default 300)")
+    p.add_argument("--file-timeout", type=float, default=3600, help="seconds one file may run on tpu (default 3600)")
     p.add_argument("--kill-grace", type=float, default=30,
                    help="seconds past the test limit before a worker that stopped reporting is killed")
     p.add_argument("--out", default=OUT, help="folder for results.json, summary.md and the workers' files")
@@ -141,13 +144,29 @@ def parse_args(argv):
                    help="persistent compile cache of the tpu workers ('' turns it off)")
     p.add_argument("--no-cpu-rerun", action="store_true", help="count every tpu failure as a tpu failure")
     p.add_argument("--command", default="make test-device-generic", help="the command the summary names")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: write summary.md (and --failures) again from the results.json in --out")
     opts = p.parse_args(argv)
     opts.workdir = os.path.join(opts.out, "work")
     return opts
 
 
+def write_reports(results, opts):
+    with open(os.path.join(opts.out, "summary.md"), "w") as f:
+        f.write(report.markdown(results))
+    if opts.failures:
+        with open(opts.failures, "w") as f:
+            f.write(report.failure_list(results["files"]))
+
+
 def main(argv=None):
     opts = parse_args(argv)
+    # A stopped runner takes its worker with it (worker.watch kills it on the way out).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    if opts.report_only:
+        with open(os.path.join(opts.out, "results.json")) as f:
+            write_reports(json.load(f), opts)
+        return 0
     files = [f.strip() for f in opts.files.split(",") if f.strip()]
     os.makedirs(opts.out, exist_ok=True)
     testdir = fetch.test_dir(files)
@@ -164,11 +183,7 @@ def main(argv=None):
     with open(os.path.join(opts.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     print(report.table_row(report.total_counts(entries)), flush=True)
-    with open(os.path.join(opts.out, "summary.md"), "w") as f:
-        f.write(report.markdown(results))
-    if opts.failures:
-        with open(opts.failures, "w") as f:
-            f.write(report.failure_list(entries))
+    write_reports(results, opts)
     print(f"wrote {opts.out}/summary.md and results.json in {results['seconds']} s", flush=True)
     return 0
 
