@@ -135,7 +135,7 @@ def parse_args(argv):
     p.add_argument("--files", default=",".join(FILES), help="comma-separated file names in PyTorch's test/")
     p.add_argument("-k", help="pytest -k expression applied to every file")
     p.add_argument("--test-timeout", type=float, default=300, help="seconds one test may run (default 300)")
-    p.add_argument("--file-timeout", type=float, default=3600, help="seconds one file may run on tpu (default 3600)")
+    p.add_argument("--file-timeout", type=float, default=10800, help="seconds one file may run on tpu (default 3 h)")
     p.add_argument("--kill-grace", type=float, default=30,
                    help="seconds past the test limit before a worker that stopped reporting is killed")
     p.add_argument("--out", default=OUT, help="folder for results.json, summary.md and the workers' files")
