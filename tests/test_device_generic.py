@@ -92,13 +92,14 @@ def test_cache_dir_follows_xdg(monkeypatch, tmp_path):
 
 @pytest.fixture(scope="module")
 def probe_run(tmp_path_factory):
-    """Runs the probe file through the runner once: a 3 s limit per test, killed 3 s after that."""
+    """Runs the probe file through the runner once: a 3 s limit per test, killed 3 s after that, four tests a
+    worker."""
     tmp = tmp_path_factory.mktemp("devgen")
     src = tmp / "src"
     src.mkdir()
     (src / "test_probe.py").write_text(PROBE)
     opts = run.parse_args(["--out", str(tmp / "out"), "--test-timeout", "3", "--kill-grace", "3",
-                           "--program-cache", "", "--files", "test_probe.py"])
+                           "--program-cache", "", "--files", "test_probe.py", "--tests-per-worker", "4"])
     logged = []
     entry = run.run_one(str(src), "test_probe.py", opts, log=logged.append)
     return entry, logged

@@ -22,6 +22,7 @@ def pytest_addoption(parser):
     g.addoption("--dg-skip", help="file of node ids to leave out (tests an earlier worker finished)")
     g.addoption("--dg-only", help="file of node ids to run; every other test is left out")
     g.addoption("--dg-no-opinfo", action="store_true", help="leave out the tests @ops makes, one per OpInfo")
+    g.addoption("--dg-max-tests", type=int, default=0, help="run only the first this many of the selected tests")
     g.addoption("--dg-test-timeout", type=float, default=0, help="seconds a test may run before it fails")
 
 
@@ -100,10 +101,13 @@ class Recorder:
             ok = (device_class_of(item, device) and item.nodeid not in skip and (only is None or item.nodeid in only)
                   and not (no_opinfo and opinfo_driven(item)))
             (keep if ok else drop).append(item)
+        self.emit(ev="collected", ids=[it.nodeid for it in keep])
+        limit = config.getoption("--dg-max-tests")
+        if limit:
+            keep, drop = keep[:limit], drop + keep[limit:]
         items[:] = keep
         if drop:
             config.hook.pytest_deselected(items=drop)
-        self.emit(ev="collected", ids=[it.nodeid for it in keep])
 
     def counters(self):
         """Returns the engine's compile and fallback counters, or None on CPU or before the engine runs."""

@@ -11,9 +11,12 @@ PYTORCH_TESTING_DEVICE_ONLY_FOR=tpu keeps only that one, and the worker plugin (
 runs only the classes it made (TestTorchDeviceTypePRIVATEUSE1, NumpyTestsTPU, ...), never the files' plain
 TestCase classes, which do not take a device.
 
-Each file runs in its own pytest worker (tests/device_generic/worker.py) with a time limit per test (SIGALRM,
-then a kill when no Python runs) and per file; a hang or a crash fails the test it happened in and a new worker
-goes on with the rest. Every tpu failure is then rerun on CPU (the same test id with cpu in place of tpu, in a
+Each file runs in its own pytest workers (tests/device_generic/worker.py), one after another, each taking the next
+100 tests (--tests-per-worker), with a time limit per test (SIGALRM, then a kill when no Python runs) and per
+file; a hang or a crash fails the test it happened in and a new worker goes on with the rest. Workers are cut
+short because one process that has compiled thousands of programs runs each new test about 2.5 times slower
+than a fresh one (test_index_reduce_reduce_amin_tpu_float32, compiling its 432 programs: 70 s after 300 tests
+of test_torch.py in one process, 32 s in a fresh one). Every tpu failure is then rerun on CPU (the same test id with cpu in place of tpu, in a
 worker without the tpu backend): a test that fails on CPU as well fails because the 2.6 test does not match the
 installed torch (drift) and leaves the denominator; a test that passes on CPU, is skipped there or has no CPU
 twin is a tpu failure. pass rate = passed / (passed + tpu failures); skipped tests count nowhere.
@@ -99,7 +102,8 @@ def run_one(testdir, name, opts, log):
     extra = {"TORCHTPU_CACHE_DIR": opts.program_cache} if opts.program_cache else {}
     collected, records, errors = worker.run_file(
         testdir, name, "tpu", opts.workdir, opts.test_timeout, opts.file_timeout, keyword=opts.k,
-        no_opinfo=name in NO_OPINFO, extra_env=extra, grace=opts.kill_grace, log=log)
+        no_opinfo=name in NO_OPINFO, per_worker=opts.tests_per_worker, extra_env=extra, grace=opts.kill_grace,
+        log=log)
     tpu_time = time.time() - t0
     failed = [tid for tid in collected if records[tid]["outcome"] in FAILED]
     cpu_records = {}
@@ -107,7 +111,7 @@ def run_one(testdir, name, opts, log):
         twins = [cpu_twin(t) for t in failed]
         _, cpu_records, cpu_errors = worker.run_file(
             testdir, name, "cpu", opts.workdir, opts.test_timeout, opts.file_timeout, only=twins,
-            grace=opts.kill_grace, log=log)
+            per_worker=opts.tests_per_worker, grace=opts.kill_grace, log=log)
         errors += [f"cpu rerun: {e}" for e in cpu_errors]
     classify(records, cpu_records)
     return dict(file=name, collected=collected, records=records, errors=errors, tpu_seconds=round(tpu_time),
@@ -138,6 +142,8 @@ def parse_args(argv):
     p.add_argument("--file-timeout", type=float, default=10800, help="seconds one file may run on tpu (default 3 h)")
     p.add_argument("--kill-grace", type=float, default=30,
                    help="seconds past the test limit before a worker that stopped reporting is killed")
+    p.add_argument("--tests-per-worker", type=int, default=100,
+                   help="tests one worker runs before a fresh one takes over (0: one worker a file)")
     p.add_argument("--out", default=OUT, help="folder for results.json, summary.md and the workers' files")
     p.add_argument("--failures", help="also write the tpu failures, one a line, to this file")
     p.add_argument("--program-cache", default=os.path.join(fetch.cache_dir(), "programs"),

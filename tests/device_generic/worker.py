@@ -55,12 +55,13 @@ def tail_of(path, n=8):
 
 
 def run_file(testdir, name, device, workdir, test_timeout, file_timeout, only=None, keyword=None, no_opinfo=False,
-             grace=60, extra_env=None, log=print):
+             per_worker=0, grace=60, extra_env=None, log=print):
     """Runs the device's tests of testdir/name; returns (collected ids in order, {id: record}, file errors).
 
     A record has outcome (passed, failed, skipped, xfailed, timeout, crash, notrun), msg (the first line of the
     error or skip reason), site, text and dur. only restricts the run to those node ids, keyword is pytest's -k,
-    no_opinfo leaves out the tests @ops makes."""
+    no_opinfo leaves out the tests @ops makes, and per_worker (when not 0) is the number of tests after which a
+    worker exits and a fresh one goes on."""
     os.makedirs(workdir, exist_ok=True)
     tag = f"{os.path.splitext(name)[0]}-{device}"
     collected, records, errors = None, {}, []
@@ -89,20 +90,26 @@ def run_file(testdir, name, device, workdir, test_timeout, file_timeout, only=No
             cmd += ["-k", keyword]
         if no_opinfo:
             cmd.append("--dg-no-opinfo")
+        if per_worker:
+            cmd += ["--dg-max-tests", str(per_worker)]
         status = watch(cmd, testdir, worker_env(device, extra_env), events_path, log_path, test_timeout + grace,
                        deadline)
         events = read_events(events_path)
         for e in events:
             if e["ev"] == "collected" and collected is None:
                 collected = e["ids"]
-            elif e["ev"] == "collect_error":
+            elif e["ev"] == "collect_error" and attempt == 1:
                 errors.append(e["msg"])
             elif e["ev"] == "result":
                 records[e["id"]] = {k: e.get(k) for k in ("outcome", "msg", "site", "text", "dur", "engine")}
-        if any(e["ev"] == "done" for e in events) or collected is None:
-            if collected is None and not errors:
+        if collected is None:
+            if not errors:
                 errors.append(f"the worker collected nothing ({status}); log: " + " | ".join(tail_of(log_path)))
             break
+        if any(e["ev"] == "done" for e in events):
+            if all(tid in records for tid in collected):
+                break
+            continue  # the worker ran its share (per_worker): a fresh one takes the rest
         # The worker stopped before the end: blame the test it had started and not finished.
         started = [e["id"] for e in events if e["ev"] == "start"]
         running = started[-1] if started and started[-1] not in records else None
