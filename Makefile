@@ -20,7 +20,8 @@ export CGO_CFLAGS := -I$(ROOT)/$(BUILD)/include -O2
 export TORCHTPU_PLUGIN_PATH := $(PLUGIN_DIR)/xla_cpu_pjrt.so
 export PYTHONPATH := $(ROOT)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: build run test test-go test-py test-models env clean bench bench-peers bench-floors conformance test-conformance
+.PHONY: build run test test-go test-py test-models env clean bench bench-peers bench-floors conformance test-conformance \
+	test-device-generic
 # The shim's translation units compile in parallel, one per core.
 build:
 	@$(MAKE) --no-print-directory -j$(shell nproc) $(LIB)
@@ -100,3 +101,10 @@ test-conformance: build
 	  $(PY) -m pytest -q tests/conformance/test_sweep_*.py; status=$$?; \
 	  $(PY) -m tests.conformance.sweep_report $(SWEEP_REPORT); \
 	  $(MAKE) --no-print-directory conformance && exit $$status
+
+# PyTorch 2.6.0's own device-generic tests on tpu, downloaded once into ~/.cache/torchtpu/device_generic
+# (tests/device_generic/run.py): a per-file pass rate with failures that also fail on CPU left out, written to
+# build/device_generic/. Not part of `make test`. DEVGEN_ARGS passes options through, e.g.
+# DEVGEN_ARGS="--files test_indexing.py,test_view_ops.py --failures /tmp/failures.txt".
+test-device-generic: build
+	$(PY) -m tests.device_generic.run $(DEVGEN_ARGS)

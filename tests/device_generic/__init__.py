@@ -1,0 +1,1 @@
+"""PyTorch's device-generic tests on tpu: the runner is tests/device_generic/run.py."""
