@@ -64,9 +64,9 @@ def test_appended_ids_match_cpu_at_every_step(mode, start):
     token_loop(ids0.to("tpu"), 20, check)
 
 
+# Debug mode checks whole values after every op and pads nothing.
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
 def test_steps_inside_one_capacity_compile_nothing(mode):
-    if mode == "debug":
-        pytest.skip("debug mode checks whole values after every op and pads nothing")
     ids0 = randint(0, 1000, 1, 16)
     want, _ = token_loop(ids0, 112, whole=False)
     marks, newest = {}, []
