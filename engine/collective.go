@@ -99,7 +99,7 @@ func (e *Engine) AllReduceDevices(addrs []uint64, op string) error {
 	}
 	for i, st := range sts {
 		e.dropBuffer(st.buf)
-		st.buf = outs[i][0]
+		st.buf, st.known = outs[i][0], nil
 	}
 	return nil
 }

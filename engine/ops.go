@@ -97,7 +97,7 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 	if (m.mode != planNone || tapeOnly) && len(c.Pads) == 0 { // a replay would not keep padding
 		p = e.learn(m, args, outs)
 		if p != nil && len(c.Ranges) > 0 {
-			p.ranged = true // a pasted plan would not keep the ranges; a step tape does
+			e.noteRanges(p, args, outs)
 		}
 	}
 	if s != nil {
@@ -297,7 +297,7 @@ func (e *Engine) learn(m *planMark, args []dispatch.Arg, outs []OutTensor) *plan
 func (e *Engine) keepPlan(m *planMark, p *plan) {
 	switch m.mode {
 	case planFused:
-		if p != nil && (p.uploads || p.ranged) {
+		if p != nil && p.uploads {
 			p = nil // only a step tape holds it
 		}
 		e.d.plans.put(m.sig, p)

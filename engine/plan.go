@@ -17,8 +17,9 @@ import (
 // text. Their rules passed the same checks the first time. One plan type
 // serves both fast paths: strict mode adds the key of the op's program
 // (plan_strict.go), fused mode the fragment cut out of the pending graph
-// (plan_fused.go). Ops that read data to the host, draw random numbers,
-// upload one-off inputs or report value ranges are never planned.
+// (plan_fused.go). Ops that read data to the host, draw random numbers or
+// upload one-off inputs are never planned; value ranges a rule reports are
+// kept in the plan (rangeOf).
 
 // maxPlans bounds a device's plan table; it is cleared when full.
 const maxPlans = 8192
@@ -46,8 +47,41 @@ type plan struct {
 	key     string        // strict mode: the program's key in e.cache
 	frag    *hlo.Fragment // fused mode: the recorded ops
 	refs    []hlo.Ref     // fused mode: the fragment value of each write
+	ranges  []*intRange   // by write: the value range the rule reported for it (nil: none)
 	uploads bool          // fused mode: a source is a one-off upload, so only a step tape may hold the plan
-	ranged  bool          // fused mode: the rule reported value ranges, which only a step tape keeps
+}
+
+// rangeOf returns a copy of the value range plan p gives its write i, or nil.
+// A rule's ranges follow from what the signature holds (shapes, Python
+// numbers, the arguments' known ranges), so every replay of the signature
+// gives its writes the ranges the first call did.
+func (p *plan) rangeOf(i int) *intRange {
+	if i >= len(p.ranges) || p.ranges[i] == nil {
+		return nil
+	}
+	r := *p.ranges[i]
+	return &r
+}
+
+// noteRanges records in p the value ranges the rule just gave p's writes
+// (keepRanges), so that replays give them too.
+func (e *Engine) noteRanges(p *plan, args []dispatch.Arg, outs []OutTensor) {
+	for i, w := range p.writes {
+		var st *Storage
+		if w.result >= 0 {
+			st = e.storages[outs[w.result].Addr]
+		} else {
+			st = e.argStorage(args, w.arg, w.idx)
+		}
+		if st == nil || st.known == nil {
+			continue
+		}
+		if p.ranges == nil {
+			p.ranges = make([]*intRange, len(p.writes))
+		}
+		r := *st.known
+		p.ranges[i] = &r
+	}
 }
 
 type srcKind uint8

@@ -170,6 +170,7 @@ func (e *Engine) replayFused(p *plan, args []dispatch.Arg) (outs []OutTensor, ok
 			st.shaped, st.dtype, st.shape = true, w.dtype, append([]int64{}, w.shape...)
 		}
 		e.setPending(st, vals[i])
+		st.known = p.rangeOf(i)
 	}
 	e.m.FusedFastPathHits++
 	return outs, true, nil

@@ -92,7 +92,7 @@ func (e *Engine) replayStrict(p *plan, args []dispatch.Arg) (outs []OutTensor, o
 		for i, w := range p.writes {
 			st := e.writtenStorage(sts, args, w)
 			replaced = append(replaced, st.buf)
-			st.buf = results[i]
+			st.buf, st.known = results[i], p.rangeOf(i)
 		}
 		return replaced
 	})

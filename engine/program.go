@@ -302,7 +302,7 @@ func (e *Engine) launchProgram(p *Program, sts []*Storage, args []*pjrt.Buffer) 
 			case resultInput:
 				st := sts[r.index]
 				replaced = append(replaced, st.buf)
-				st.buf = results[k]
+				st.buf, st.known = results[k], nil // values the program computed
 			default:
 				replaced = append(replaced, results[k])
 			}

@@ -27,3 +27,60 @@ def test_out_of_range_after_planned_calls(mode, name):
     with pytest.raises(cpu_err.type, match=message):
         fn(x, bad.to("tpu")).cpu()
     assert isinstance(cpu_err.value, error)
+
+
+WRITES = {
+    "add_": lambda i: i.add_(100),
+    "mul_": lambda i: i.mul_(40),
+    "copy_": lambda i: i.copy_(torch.tensor([50, 60, 70], device=i.device) + i),
+    "fill_": lambda i: i.fill_(11),
+    "index_put_": lambda i: i.index_put_((torch.tensor([2], device=i.device),), torch.tensor(99, device=i.device)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRITES))
+def test_in_place_write_forgets_the_uploaded_range(mode, name):
+    # Indices uploaded in range, then overwritten on the device by a planned in-place op: the index check must
+    # see the new values (a replayed write once kept the uploaded range, and index_select returned clamped rows).
+    write = WRITES[name]
+    w_cpu = torch.arange(30.0).reshape(10, 3)
+    w = w_cpu.to("tpu")
+    for _ in range(3):  # the write's signature is learned, then replayed
+        i_cpu = torch.tensor([0, 1, 2])
+        i = i_cpu.to("tpu")
+        write(i_cpu), write(i)
+        assert torch.equal(i.cpu(), i_cpu)
+        with pytest.raises(IndexError, match="index out of range"):
+            torch.index_select(w_cpu, 0, i_cpu)
+        with pytest.raises(IndexError, match="index out of range"):
+            torch.index_select(w, 0, i).cpu()
+
+
+def test_derived_ranges_replay_with_their_plans(mode):
+    # Ranges a rule derives (arange, and what integer arithmetic keeps of them) are kept by replayed plans: in
+    # range, no index check reads the device; out of range, CPU's error, however often the ops were planned.
+    w_cpu = torch.arange(30.0).reshape(10, 3)
+    w = w_cpu.to("tpu")
+    for start in (0, 3, 5, 0, 7, 8):
+        i_cpu = torch.arange(3) + start
+        i = torch.arange(3, device="tpu") + start
+        if start + 2 < 10:
+            torch.testing.assert_close(torch.index_select(w, 0, i).cpu(), torch.index_select(w_cpu, 0, i_cpu))
+        else:
+            with pytest.raises(IndexError, match="index out of range"):
+                torch.index_select(w, 0, i).cpu()
+
+
+def test_compiled_in_place_write_forgets_the_uploaded_range():
+    # A compiled program that writes its input in place gives the storage values no upload knew.
+    @torch.compile(backend="tpu")
+    def shift(i):
+        i.add_(100)
+
+    w = torch.arange(30.0).reshape(10, 3).to("tpu")
+    for _ in range(3):  # capture, then replays
+        i = torch.tensor([0, 1, 2]).to("tpu")
+        shift(i)
+        assert i.cpu().tolist() == [100, 101, 102]
+        with pytest.raises(IndexError, match="index out of range"):
+            torch.index_select(w, 0, i).cpu()
