@@ -180,12 +180,15 @@ func init() {
 		r := def("aten::__rshift__."+o, arith(shiftOp(false), false), "")
 		alias("aten::__irshift__."+o, r, Inplace)
 	}
-	def("aten::add.Tensor", addSub(false))
-	def("aten::add.Scalar", addSub(false), "aten::add.Scalar_out").ComplexScalar = 1
-	def("aten::sub.Tensor", addSub(true))
-	def("aten::sub.Scalar", addSub(true), "aten::sub.Scalar_out").ComplexScalar = 1
-	def("aten::mul.Tensor", arith(mulOp, false))
-	def("aten::mul.Scalar", arith(mulOp, false), "aten::mul.Scalar_out").ComplexScalar = 1
+	def("aten::add.Tensor", addSub(false)).Range = addRange(false)
+	add := def("aten::add.Scalar", addSub(false), "aten::add.Scalar_out")
+	add.ComplexScalar, add.Range = 1, addRange(false)
+	def("aten::sub.Tensor", addSub(true)).Range = addRange(true)
+	sub := def("aten::sub.Scalar", addSub(true), "aten::sub.Scalar_out")
+	sub.ComplexScalar, sub.Range = 1, addRange(true)
+	def("aten::mul.Tensor", arith(mulOp, false)).Range = mulRange
+	mul := def("aten::mul.Scalar", arith(mulOp, false), "aten::mul.Scalar_out")
+	mul.ComplexScalar, mul.Range = 1, mulRange
 	def("aten::div.Tensor", arith(trueDiv, true))
 	def("aten::div.Scalar", arith(trueDiv, true), "aten::div.Scalar_out").ComplexScalar = 1
 	def("aten::div.Tensor_mode", divMode, "aten::div.out_mode")

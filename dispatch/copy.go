@@ -34,6 +34,6 @@ func convertTo(b *hlo.Builder, v *hlo.Value, from, to DType) *hlo.Value {
 func clone(c *Ctx) ([]*hlo.Value, error) { return []*hlo.Value{c.T(0)}, nil }
 
 func init() {
-	def("aten::copy", copyRule, "")
-	def("aten::clone", clone)
+	def("aten::copy", copyRule, "").Range = sameRange(1)
+	def("aten::clone", clone).Range = sameRange(0)
 }

@@ -100,8 +100,9 @@ func eyeOut(square bool) Fn {
 func init() {
 	alias("aten::eye.m_out", &Rule{Name: "aten::eye.m_out", Fn: eyeOut(false)}, OutVariant)
 	alias("aten::eye.out", &Rule{Name: "aten::eye.out", Fn: eyeOut(true)}, OutVariant)
-	def("aten::fill.Scalar", fillScalar, "").ComplexScalar = 1
-	def("aten::fill.Tensor", fillScalar, "")
+	fill := def("aten::fill.Scalar", fillScalar, "")
+	fill.ComplexScalar, fill.Range = 1, fillRange
+	def("aten::fill.Tensor", fillScalar, "").Range = fillRange
 	def("aten::zero", zero, "")
 	alias("aten::arange.start_out", &Rule{Name: "aten::arange.start_out", Fn: arangeOut, OutKeepsShape: true}, OutVariant)
 }

@@ -436,8 +436,8 @@ func traceRule(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::sum", sumRule(false, -1, -1, 1, false))
-	def("aten::sum.dim_IntList", sumRule(false, 1, 2, 3, false), "aten::sum.IntList_out")
+	def("aten::sum", sumRule(false, -1, -1, 1, false)).Range = sumRange
+	def("aten::sum.dim_IntList", sumRule(false, 1, 2, 3, false), "aten::sum.IntList_out").Range = sumRange
 	def("aten::prod", sumRule(true, -1, -1, 1, false))
 	def("aten::prod.dim_int", sumRule(true, 1, 2, 3, true), "aten::prod.int_out")
 	def("aten::mean", meanRule(-1, -1, 1), "aten::mean.dtype_out")
@@ -450,8 +450,8 @@ func init() {
 	def("aten::min.dim", maxDimRule("min", false), "aten::min.dim_min")
 	def("aten::max.other", arith(maxOp, false), "aten::max.out")
 	def("aten::min.other", arith(minOp, false), "aten::min.out")
-	def("aten::argmax", argmaxRule("argmax", true))
-	def("aten::argmin", argmaxRule("argmin", false))
+	def("aten::argmax", argmaxRule("argmax", true)).Range = argExtremeRange
+	def("aten::argmin", argmaxRule("argmin", false)).Range = argExtremeRange
 	def("aten::all", allAnyRule(true, 0), "aten::all.all_out")
 	def("aten::all.dim", allAnyRule(true, 1), "aten::all.out")
 	def("aten::all.dims", allAnyRule(true, 2), "aten::all.dims_out")

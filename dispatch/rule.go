@@ -113,6 +113,10 @@ type Rule struct {
 	// OutsApart, when set, is the ValueError CPU raises when two out=
 	// arguments of the op share memory (aminmax's min and max).
 	OutsApart string
+	// Range, when set, bounds the values of result 0 by its arguments'
+	// known bounds (ranges.go), so that index checks downstream need no
+	// device read.
+	Range RangeFn
 }
 
 // Needs declares what a rule needs besides its arguments' device values. The

@@ -161,7 +161,7 @@ func cumExtremeRule(isMax bool) Fn {
 }
 
 func init() {
-	def("aten::cumsum", cumRule(false))
+	def("aten::cumsum", cumRule(false)).Range = cumsumRange
 	def("aten::cumprod", cumRule(true))
 	def("aten::_logcumsumexp", logcumsumexp)
 	def("aten::_cummax_helper", cumExtremeHelper(true), "")

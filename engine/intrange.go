@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"math"
 
 	"torchtpu/dispatch"
 )
@@ -38,6 +39,12 @@ func hostIntRange(src []byte, d dispatch.DType) *intRange {
 // storage's values).
 func (e *Engine) IntRange(h any) (lo, hi int64, ok bool) {
 	t := h.(*TensorDesc)
+	if t.CPU {
+		if r := hostIntRange(t.Host, t.DType); r != nil {
+			return r.lo, r.hi, true
+		}
+		return 0, 0, false
+	}
 	st, found := e.storages[t.Addr]
 	if !found || st.known == nil || !st.shaped || st.dtype != t.DType {
 		return 0, 0, false
@@ -47,13 +54,17 @@ func (e *Engine) IntRange(h any) (lo, hi int64, ok bool) {
 
 // keepRanges gives the storages of a rule's nres results the value ranges the
 // rule reported (dispatch.Ctx.KnowRange), where a result is its storage's whole
-// value: a new output, or an out= argument that covers its storage.
+// value: a new output, self of an in-place op, or an out= argument that covers
+// its storage.
 func (e *Engine) keepRanges(c *dispatch.Ctx, v dispatch.Variant, args []dispatch.Arg, outs []OutTensor, nres int) {
 	for i, r := range c.Ranges {
 		var t *TensorDesc
+		whole := false // a new output is its storage's whole value
 		switch {
 		case v == dispatch.Functional && i < len(outs):
-			t = &TensorDesc{Addr: outs[i].Addr, DType: outs[i].DType, Sizes: outs[i].Sizes}
+			t, whole = &TensorDesc{Addr: outs[i].Addr, DType: outs[i].DType}, true
+		case v == dispatch.Inplace && i == 0 && len(args) > 0 && len(args[0].Handles) == 1:
+			t = args[0].Handles[0].(*TensorDesc)
 		case v == dispatch.OutVariant && i < nres && nres <= len(args):
 			t = args[len(args)-nres+i].Handles[0].(*TensorDesc)
 		default:
@@ -61,8 +72,11 @@ func (e *Engine) keepRanges(c *dispatch.Ctx, v dispatch.Variant, args []dispatch
 		}
 		st := e.storages[t.Addr]
 		if st == nil || st.dtype != t.DType || (t.DType != dispatch.Int64 && t.DType != dispatch.Int32) ||
-			!t.offsetFreeWhole(st.shape) {
+			!(whole || t.offsetFreeWhole(st.shape)) {
 			continue
+		}
+		if t.DType == dispatch.Int32 && (r[0] < math.MinInt32 || r[1] > math.MaxInt32) {
+			continue // a wider result stored as int32 wraps
 		}
 		st.known = &intRange{r[0], r[1]}
 	}

@@ -194,7 +194,7 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 	c := &dispatch.Ctx{Op: op, B: e.d.g.b, Args: args, R: e, NoHostChecks: e.capturing()}
 	e.cur, e.curOp = c, op
 	defer func() { e.cur = nil }()
-	results, err := entry.Rule.Fn(c)
+	results, err := entry.Rule.Lower(c)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -84,3 +84,45 @@ def test_compiled_in_place_write_forgets_the_uploaded_range():
         assert i.cpu().tolist() == [100, 101, 102]
         with pytest.raises(IndexError, match="index out of range"):
             torch.index_select(w, 0, i).cpu()
+
+
+DERIVED = {
+    # name: (indices built from CPU-known values, in range of 10 rows)
+    "arange_add_scalar": lambda dev: torch.arange(3, device=dev) + 4,
+    "arange_add_uploaded": lambda dev: torch.arange(3, device=dev) + torch.tensor(5).to(dev),
+    "arange_sub_mul": lambda dev: (torch.arange(3, device=dev) * 3 - 1).add_(2),
+    "ones_cumsum_sub": lambda dev: torch.ones(4, dtype=torch.int64).to(dev).cumsum(0) - 1,
+    "bool_sum": lambda dev: (torch.arange(12, device=dev).reshape(3, 4) > 5).sum(1),  # counts of 4 at most
+    "argmax": lambda dev: torch.arange(30.0, device=dev).reshape(3, 10).argmax(1),
+    "fill_clone": lambda dev: torch.empty(3, dtype=torch.int64, device=dev).fill_(9).clone(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DERIVED))
+def test_derived_ranges_skip_the_device_read(mode, name):
+    # Indices derived on the device from values the host knows need no read for their check, and give CPU's rows.
+    make = DERIVED[name]
+    w_cpu = torch.arange(30.0).reshape(10, 3)
+    w = w_cpu.to("tpu")
+    want = torch.index_select(w_cpu, 0, make("cpu"))
+    for _ in range(3):  # the first call, then the plans' replays
+        i = make("tpu")
+        torch.tpu.synchronize()
+        before = torch.tpu.metrics()["device_to_host_transfers"]
+        r = torch.index_select(w, 0, i)
+        torch.tpu.synchronize()
+        assert torch.tpu.metrics()["device_to_host_transfers"] == before, "the index check read the device"
+        assert torch.equal(r.cpu(), want)
+
+
+@pytest.mark.parametrize("name", sorted(DERIVED))
+def test_derived_ranges_out_of_range_still_raise(mode, name):
+    # The same indices against a table too short for them: CPU's IndexError, however the bound was derived.
+    i_cpu = DERIVED[name]("cpu")
+    short = int(i_cpu.max())  # row i_cpu.max() is missing
+    w_cpu = torch.zeros(short, 3)
+    with pytest.raises(IndexError, match="index out of range"):
+        torch.index_select(w_cpu, 0, i_cpu)
+    for _ in range(2):
+        with pytest.raises(IndexError, match="index out of range"):
+            torch.index_select(w_cpu.to("tpu"), 0, DERIVED[name]("tpu")).cpu()

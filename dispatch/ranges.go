@@ -1,0 +1,240 @@
+package dispatch
+
+import (
+	"math"
+	"math/bits"
+
+	"torchtpu/hlo"
+)
+
+// Value ranges. An index check (checkIndices) needs no device read when the
+// engine knows bounds on the indices: values uploaded from the host, and what
+// integer ops derive from them. A rule's Range says how its result is bounded
+// by its arguments' bounds; Lower records the bound (Ctx.KnowRange) when it
+// fits the result's dtype. Every bound follows from what an op signature
+// holds (shapes, dtypes, Python numbers, the arguments' known ranges), so a
+// replayed plan gives its results the bounds the first call did.
+
+// RangeFn returns bounds on every value of a rule's result 0, or ok=false.
+type RangeFn func(c *Ctx) (lo, hi int64, ok bool)
+
+// Lower runs rule r on c and, where r has a Range that knows a bound on
+// result 0 within its dtype, records it.
+func (r *Rule) Lower(c *Ctx) ([]*hlo.Value, error) {
+	results, err := r.Fn(c)
+	if err != nil || r.Range == nil || len(results) == 0 {
+		return results, err
+	}
+	var min, max int64
+	switch results[0].T.Elem {
+	case hlo.S64:
+		min, max = math.MinInt64, math.MaxInt64
+	case hlo.S32:
+		min, max = math.MinInt32, math.MaxInt32
+	default:
+		return results, nil
+	}
+	if lo, hi, ok := r.Range(c); ok && lo >= min && hi <= max && lo <= hi {
+		c.KnowRange(0, lo, hi)
+	}
+	return results, nil
+}
+
+// argRange returns bounds on every value of argument i known without a device
+// read: a Python integer or bool, a tensor of a narrow integer dtype (by its
+// dtype), or an int32/int64 tensor whose bounds the engine knows.
+func (c *Ctx) argRange(i int) (lo, hi int64, ok bool) {
+	if !c.Has(i) {
+		return 0, 0, false
+	}
+	a := c.Args[i]
+	switch a.Kind {
+	case ArgInt, ArgScalarInt, ArgBool, ArgScalarBool:
+		return a.Int, a.Int, true
+	case ArgTensor:
+	default:
+		return 0, 0, false
+	}
+	switch c.Meta(i).DType {
+	case Bool:
+		return 0, 1, true
+	case Uint8:
+		return 0, math.MaxUint8, true
+	case Int8:
+		return math.MinInt8, math.MaxInt8, true
+	case Int16:
+		return math.MinInt16, math.MaxInt16, true
+	case UInt16:
+		return 0, math.MaxUint16, true
+	case Int32, Int64:
+		rr, isRR := c.R.(rangeReader)
+		if !isRR {
+			return 0, 0, false
+		}
+		return rr.IntRange(a.Handles[0])
+	}
+	return 0, 0, false
+}
+
+// addRange bounds add and sub: self + alpha*other (self - alpha*other).
+func addRange(sub bool) RangeFn {
+	return func(c *Ctx) (int64, int64, bool) {
+		alo, ahi, ok1 := c.argRange(0)
+		blo, bhi, ok2 := c.argRange(1)
+		alpha := c.Float(2, 1)
+		if !ok1 || !ok2 || alpha != math.Trunc(alpha) || math.Abs(alpha) > 1<<53 {
+			return 0, 0, false
+		}
+		blo, bhi, ok := scaleRange(blo, bhi, int64(alpha))
+		if !ok {
+			return 0, 0, false
+		}
+		if sub {
+			if blo == math.MinInt64 {
+				return 0, 0, false
+			}
+			blo, bhi = -bhi, -blo
+		}
+		lo, ok1 := addInt(alo, blo)
+		hi, ok2 := addInt(ahi, bhi)
+		return lo, hi, ok1 && ok2
+	}
+}
+
+// mulRange bounds mul: the extremes of the bounds' products.
+func mulRange(c *Ctx) (int64, int64, bool) {
+	alo, ahi, ok1 := c.argRange(0)
+	blo, bhi, ok2 := c.argRange(1)
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, a := range []int64{alo, ahi} {
+		for _, b := range []int64{blo, bhi} {
+			p, ok := mulInt(a, b)
+			if !ok {
+				return 0, 0, false
+			}
+			lo, hi = min(lo, p), max(hi, p)
+		}
+	}
+	return lo, hi, true
+}
+
+// sameRange bounds ops whose values are argument i's (clone, copy_ from src).
+func sameRange(i int) RangeFn {
+	return func(c *Ctx) (int64, int64, bool) { return c.argRange(i) }
+}
+
+// fillRange bounds fill: the one value, when it is an integer.
+func fillRange(c *Ctx) (int64, int64, bool) {
+	if c.IsTensor(1) {
+		return c.argRange(1)
+	}
+	v := c.Float(1, 0)
+	if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
+		return 0, 0, false
+	}
+	return int64(v), int64(v), true
+}
+
+// sumRange bounds sum: n values of [lo, hi] sum to within [n*lo, n*hi] (and
+// 0 for none), n the count reduced into each result: the sizes of the listed
+// dims (all of them for none or an empty list).
+func sumRange(c *Ctx) (int64, int64, bool) {
+	lo, hi, ok := c.argRange(0)
+	m := c.Meta(0)
+	if !ok || m.Numel() == 0 {
+		return 0, 0, ok
+	}
+	n := m.Numel()
+	if c.Has(1) && c.Args[1].Kind == ArgIntList && len(c.Ints(1, nil)) > 0 {
+		n = 1
+		for _, d := range c.Ints(1, nil) {
+			w, err := wrapDim(d, m.Rank())
+			if err != nil || int(w) >= m.Rank() {
+				return 0, 0, false
+			}
+			n *= m.Sizes[w]
+		}
+	}
+	return countedRange(lo, hi, n)
+}
+
+// cumsumRange bounds cumsum along dim: each prefix sums at most the dim's
+// size of values.
+func cumsumRange(c *Ctx) (int64, int64, bool) {
+	lo, hi, ok := c.argRange(0)
+	m := c.Meta(0)
+	if !ok || m.Numel() == 0 {
+		return 0, 0, ok
+	}
+	n := int64(1)
+	if m.Rank() > 0 {
+		d, err := wrapDim(c.Int(1, 0), m.Rank())
+		if err != nil {
+			return 0, 0, false
+		}
+		n = m.Sizes[d]
+	}
+	return countedRange(lo, hi, n)
+}
+
+// countedRange bounds a sum of between 1 and n values of [lo, hi].
+func countedRange(lo, hi, n int64) (int64, int64, bool) {
+	nlo, ok1 := mulInt(lo, n)
+	nhi, ok2 := mulInt(hi, n)
+	return min(lo, nlo), max(hi, nhi), ok1 && ok2
+}
+
+// argExtremeRange bounds argmax and argmin: an index into the reduced dim
+// (or the flattened tensor without one).
+func argExtremeRange(c *Ctx) (int64, int64, bool) {
+	m := c.Meta(0)
+	n := m.Numel()
+	if c.Has(1) && m.Rank() > 0 {
+		d, err := wrapDim(c.Int(1, 0), m.Rank())
+		if err != nil {
+			return 0, 0, false
+		}
+		n = m.Sizes[d]
+	}
+	return 0, max(n-1, 0), true
+}
+
+// scaleRange bounds k*[lo, hi].
+func scaleRange(lo, hi, k int64) (int64, int64, bool) {
+	a, ok1 := mulInt(lo, k)
+	b, ok2 := mulInt(hi, k)
+	return min(a, b), max(a, b), ok1 && ok2
+}
+
+// addInt returns a+b and whether it did not overflow.
+func addInt(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (a >= 0) != (b >= 0) || (s >= 0) == (a >= 0)
+}
+
+// mulInt returns a*b and whether it did not overflow.
+func mulInt(a, b int64) (int64, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	neg := (a < 0) != (b < 0)
+	ua, ub := absU(a), absU(b)
+	h, l := bits.Mul64(ua, ub)
+	if h != 0 || (!neg && l > math.MaxInt64) || (neg && l > 1<<63) {
+		return 0, false
+	}
+	if neg {
+		return int64(-l), true
+	}
+	return int64(l), true
+}
+
+func absU(a int64) uint64 {
+	if a < 0 {
+		return uint64(-a) // also right for MinInt64: -a wraps to itself, 1<<63 as uint64
+	}
+	return uint64(a)
+}
