@@ -22,9 +22,6 @@ func fusedAdam(adamw bool) Fn {
 			}
 		}
 		amsgrad, maximize := c.Bool(11, false), c.Bool(12, false)
-		if c.Has(13) || c.Has(14) {
-			return nil, Errorf("_fused_adam_: grad_scale and found_inf are not supported on tpu")
-		}
 		if amsgrad && len(c.Args[4].Handles) != n {
 			return nil, Errorf("Tensor lists must have the same number of tensors, got %d and %d", n, len(c.Args[4].Handles))
 		}
@@ -52,12 +49,13 @@ func fusedAdam(adamw bool) Fn {
 		beta1, beta2, wd, eps := scalar(7), scalar(8), scalar(9), scalar(10)
 		one := b.Scalar(ce, 1)
 		decay := c.Float(9, 0) != 0
+		amp := c.ampScaling(13, 14, ce)
 		for i := 0; i < n; i++ {
 			m := params.Tensors[i]
 			sh := m.Sizes
 			bc := func(v *hlo.Value) *hlo.Value { return b.BroadcastTo(v, sh) }
 			rd := func(k int) *hlo.Value { return b.Convert(c.R.Read(c.Args[k].Handles[i]), ce) }
-			p, g, ea, eas := rd(0), rd(1), rd(2), rd(3)
+			p, g, ea, eas := rd(0), amp.unscale(c, i, rd(1)), rd(2), rd(3)
 			step := b.Reshape(b.Convert(c.R.Read(c.Args[5].Handles[i]), ce))
 			if maximize {
 				g = b.Neg(g)
@@ -77,13 +75,13 @@ func fusedAdam(adamw bool) Fn {
 			v := eas
 			if amsgrad {
 				v = b.Max(rd(4), eas)
-				c.WriteArg(4, i, b.Convert(v, m.DType.Elem()))
+				amp.write(c, 4, i, v)
 			}
 			denom := b.Add(b.Div(b.Sqrt(v), bc(bc2sqrt)), bc(eps))
 			p = b.Sub(p, b.Mul(bc(stepSize), b.Div(ea, denom)))
-			c.WriteArg(0, i, b.Convert(p, m.DType.Elem()))
-			c.WriteArg(2, i, b.Convert(ea, c.Args[2].Tensors[i].DType.Elem()))
-			c.WriteArg(3, i, b.Convert(eas, c.Args[3].Tensors[i].DType.Elem()))
+			amp.write(c, 0, i, p)
+			amp.write(c, 2, i, ea)
+			amp.write(c, 3, i, eas)
 		}
 		return nil, nil
 	}
@@ -99,11 +97,9 @@ func fusedSGD(c *Ctx) ([]*hlo.Value, error) {
 	if len(c.Args[1].Handles) != n || (momentum != 0 && len(c.Args[2].Handles) != n) {
 		return nil, Errorf("Tensor lists must have the same number of tensors, got %d, %d and %d", n, len(c.Args[1].Handles), len(c.Args[2].Handles))
 	}
-	if c.Has(10) || c.Has(11) {
-		return nil, Errorf("_fused_sgd_: grad_scale and found_inf are not supported on tpu")
-	}
 	b := c.B
 	const ce = hlo.F32
+	amp := c.ampScaling(10, 11, ce)
 	var lr *hlo.Value
 	if c.IsTensor(5) {
 		lr = b.Reshape(b.Convert(c.T(5), ce))
@@ -120,7 +116,7 @@ func fusedSGD(c *Ctx) ([]*hlo.Value, error) {
 		}
 		bc := func(v *hlo.Value) *hlo.Value { return b.BroadcastTo(v, m.Sizes) }
 		p := b.Convert(c.R.Read(c.Args[0].Handles[i]), ce)
-		g := b.Convert(c.R.Read(c.Args[1].Handles[i]), ce)
+		g := amp.unscale(c, i, b.Convert(c.R.Read(c.Args[1].Handles[i]), ce))
 		if maximize {
 			g = b.Neg(g)
 		}
@@ -133,16 +129,61 @@ func fusedSGD(c *Ctx) ([]*hlo.Value, error) {
 				old := b.Convert(c.R.Read(c.Args[2].Handles[i]), ce)
 				buf = b.Add(b.Mul(bc(mom), old), b.Mul(bc(damp), g))
 			}
-			c.WriteArg(2, i, b.Convert(buf, c.Args[2].Tensors[i].DType.Elem()))
+			amp.write(c, 2, i, buf)
 			if nesterov {
 				g = b.Add(g, b.Mul(bc(mom), buf))
 			} else {
 				g = buf
 			}
 		}
-		c.WriteArg(0, i, b.Convert(b.Sub(p, b.Mul(bc(lr), g)), m.DType.Elem()))
+		amp.write(c, 0, i, b.Sub(p, b.Mul(bc(lr), g)))
 	}
 	return nil, nil
+}
+
+// ampScaling is what a fused optimizer does for GradScaler: gradients are
+// divided by grad_scale (argument gs) and stored back unscaled, and where
+// found_inf (argument fi) is 1 the step changes nothing at all, as CPU's
+// kernels do. Both stay on the device: the skip is a select, not a read.
+type ampScaling struct {
+	scale *hlo.Value // grad_scale, or nil
+	skip  *hlo.Value // found_inf == 1 (a pred scalar), or nil
+}
+
+func (c *Ctx) ampScaling(gs, fi int, ce hlo.Elem) ampScaling {
+	b := c.B
+	var a ampScaling
+	if c.IsTensor(gs) {
+		a.scale = b.Reshape(b.Convert(c.T(gs), ce))
+	}
+	if c.IsTensor(fi) {
+		f := b.Reshape(b.Convert(c.T(fi), hlo.F32))
+		a.skip = b.Compare(hlo.EQ, f, b.Scalar(hlo.F32, 1))
+	}
+	return a
+}
+
+// unscale returns gradient i (g, of the grads list, argument 1) divided by
+// grad_scale, which it also writes back; g itself without a grad_scale.
+func (a ampScaling) unscale(c *Ctx, i int, g *hlo.Value) *hlo.Value {
+	if a.scale == nil {
+		return g
+	}
+	g = c.B.Div(g, c.B.BroadcastTo(a.scale, g.T.Shape))
+	a.write(c, 1, i, g)
+	return g
+}
+
+// write stores v into tensor i of list argument k in its dtype, or keeps the
+// old value where found_inf is 1.
+func (a ampScaling) write(c *Ctx, k, i int, v *hlo.Value) {
+	d := c.Args[k].Tensors[i].DType.Elem()
+	v = c.B.Convert(v, d)
+	if a.skip != nil {
+		old := c.R.Read(c.Args[k].Handles[i])
+		v = c.B.Select(c.B.BroadcastTo(a.skip, v.T.Shape), old, v)
+	}
+	c.WriteArg(k, i, v)
 }
 
 func init() {

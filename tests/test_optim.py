@@ -167,3 +167,66 @@ def scheduler_run(sched, fused):
         compiled.append(torch.tpu.metrics()["graphs_compiled"])
     assert compiled[-1] == compiled[3], f"recompiled as the learning rate changed: {compiled}"
     assert_state_close(oc, ot, cpu, tpu)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_grad_scaler_with_fused_optimizer(name, mode):
+    # GradScaler hands fused optimizers grad_scale and found_inf: gradients are unscaled in place and a step whose
+    # gradients overflowed changes nothing; parameters, gradients and state equal CPU's at every step.
+    kw = dict(SGD=dict(lr=0.1, momentum=0.9, weight_decay=0.01), Adam=dict(lr=0.05, amsgrad=True),
+              AdamW=dict(lr=0.05, weight_decay=0.1, maximize=True))[name]
+    torch.manual_seed(0)
+    cpu = net()
+    tpu = net()
+    tpu.load_state_dict(cpu.state_dict())
+    tpu.to("tpu")
+
+    def run(model, dev):
+        opt = getattr(torch.optim, name)(model.parameters(), fused=True, **kw)
+        scaler = torch.amp.GradScaler(dev, init_scale=1024.0, growth_interval=2)
+        torch.manual_seed(1)
+        seen = []
+        for step in range(6):
+            x, y = torch.randn(5, 8), torch.randn(5, 4)
+            if step == 3:
+                x[0, 0] = float("inf")  # this step's gradients overflow: the scaler skips it
+            loss = mse(model(x.to(dev)), y.to(dev))
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            seen.append([p.detach().cpu().clone() for p in model.parameters()]
+                        + [p.grad.cpu().clone() for p in model.parameters()] + [torch.tensor(scaler.get_scale())])
+            opt.zero_grad()
+        return seen, opt.state_dict()["state"]
+
+    want, want_state = run(cpu, "cpu")
+    with in_mode(mode):
+        got, got_state = run(tpu, "tpu")
+    assert want[3][-1] == want[2][-1] / 2, "the inf step did not halve the scale"
+    for step, (w, g) in enumerate(zip(want, got)):
+        for a, b in zip(w, g):
+            torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6, equal_nan=True, msg=lambda m: f"step {step}: {m}")
+    for k in want_state:
+        for field, v in want_state[k].items():
+            torch.testing.assert_close(got_state[k][field].cpu(), v, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [None, float("inf"), float("nan")])
+def test_amp_unscale_and_update_scale_ops(strict, bad):
+    # The two GradScaler ops directly, every float dtype, against CPU: values, found_inf, scale and tracker.
+    def run(dev):
+        torch.manual_seed(0)
+        ts = [torch.randn(3, 4, dtype=d) for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64)]
+        if bad is not None:
+            ts[1][2, 1] = bad
+        ts = [t.to(dev) for t in ts]
+        found = torch.zeros(1, device=dev)
+        torch._amp_foreach_non_finite_check_and_unscale_(ts, found, torch.full((1,), 0.125, device=dev))
+        scale, tracker = torch.full((1,), 2.0 ** 20, device=dev), torch.full((1,), 2, dtype=torch.int32, device=dev)
+        out = [torch._amp_update_scale_(scale, tracker, found, 2.0, 0.5, 3)]
+        out += [torch._amp_update_scale_(scale, tracker, torch.zeros(1, device=dev), 2.0 ** 120, 0.5, 1)]  # grows past float: kept
+        return [t.cpu() for t in ts] + [found.cpu(), scale.cpu(), tracker.cpu()] + [o.cpu() for o in out]
+    for a, b in zip(run("cpu"), run("tpu")):
+        assert a.dtype == b.dtype
+        torch.testing.assert_close(b, a, rtol=0, atol=0, equal_nan=True)
