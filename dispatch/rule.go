@@ -23,6 +23,9 @@ type Reader interface {
 	// rule declares the argument in Needs.HostArgs: the engine reads it before
 	// the rule runs, so the read never flushes the graph under the rule.
 	Int64s(handle any) ([]int64, error)
+	// IntNumber is Scalar for a Python integer stored in an integer element
+	// type: exact beyond 2^53, and cached like Scalar.
+	IntNumber(v int64, e hlo.Elem) *hlo.Value
 	// ScalarInt is Scalar for an exact 64-bit integer (seeds, counters).
 	ScalarInt(v int64, e hlo.Elem) *hlo.Value
 	// Int64Tensor uploads host integers of the given shape as a runtime
@@ -379,6 +382,9 @@ func (c *Ctx) Value(i int, d DType) *hlo.Value {
 	if a.Kind == ArgScalarComplex && d.IsComplex() {
 		e := d.Elem().Real()
 		return c.B.Complex(c.R.Scalar(a.Doubles[0], e), c.R.Scalar(a.Doubles[1], e))
+	}
+	if (a.Kind == ArgScalarInt || a.Kind == ArgInt) && d.IsIntegral(false) {
+		return c.R.IntNumber(a.Int, d.Elem())
 	}
 	return c.R.Scalar(a.Value(), d.Elem())
 }

@@ -22,6 +22,7 @@ func (r *fakeReader) Read(h any) *hlo.Value { return h.(*hlo.Value) }
 func (r *fakeReader) Scalar(v float64, e hlo.Elem) *hlo.Value { return r.b.Scalar(e, v) }
 
 func (r *fakeReader) ScalarInt(v int64, e hlo.Elem) *hlo.Value { return r.b.ConstantInt(hlo.T(e), v) }
+func (r *fakeReader) IntNumber(v int64, e hlo.Elem) *hlo.Value { return r.b.ConstantInt(hlo.T(e), v) }
 
 func (r *fakeReader) Int64Values(v *hlo.Value) ([]int64, error) {
 	return make([]int64, v.T.NumElements()), nil

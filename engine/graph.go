@@ -62,8 +62,9 @@ func (e *Engine) setPending(st *Storage, v *hlo.Value) {
 }
 
 type scalarKey struct {
-	elem hlo.Elem
-	bits uint64
+	elem  hlo.Elem
+	bits  uint64 // a float64's bits, or an exact int64's
+	exact bool   // bits hold an int64 (Python integers beyond 2^53 stay exact)
 }
 
 // Scalar returns a rank-0 runtime input holding v: the device buffer for each
@@ -73,7 +74,21 @@ func (e *Engine) Scalar(v float64, elem hlo.Elem) *hlo.Value {
 	if embedAllScalars && (v >= 0 || !(elem == hlo.U8 || elem == hlo.U32 || elem == hlo.U64)) {
 		return e.d.g.b.Scalar(elem, v)
 	}
-	buf := e.scalarBuffer(scalarKey{elem, math.Float64bits(v)})
+	buf := e.scalarBuffer(scalarKey{elem: elem, bits: math.Float64bits(v)})
+	return e.d.g.scalarParam(buf, hlo.T(elem))
+}
+
+// IntNumber implements dispatch.Reader: Scalar for a Python integer stored
+// in an integer element type, exactly (a float64 holds integers only up to
+// 2^53), cached the same way.
+func (e *Engine) IntNumber(v int64, elem hlo.Elem) *hlo.Value {
+	if elem.IsFloat() || elem.IsComplex() || elem == hlo.Pred {
+		return e.Scalar(float64(v), elem)
+	}
+	if embedAllScalars {
+		return e.d.g.b.ConstantInt(hlo.T(elem), v)
+	}
+	buf := e.scalarBuffer(scalarKey{elem: elem, bits: uint64(v), exact: true})
 	return e.d.g.scalarParam(buf, hlo.T(elem))
 }
 
@@ -94,7 +109,11 @@ func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
 	}
 	elem := k.elem
 	t0 := time.Now()
-	buf, err := e.client.BufferFromHost(encodeScalar(math.Float64frombits(k.bits), elem), pjrtType(elem), nil, e.dev.cur)
+	raw := encodeScalar(math.Float64frombits(k.bits), elem)
+	if k.exact {
+		raw = encodeInt(int64(k.bits), elem)
+	}
+	buf, err := e.client.BufferFromHost(raw, pjrtType(elem), nil, e.dev.cur)
 	if err != nil {
 		panic(fmt.Errorf("uploading a scalar: %w", err))
 	}

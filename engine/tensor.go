@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"math"
 
 	"torchtpu/dispatch"
 	"torchtpu/hlo"
@@ -48,6 +47,9 @@ func (e *Engine) Read(h any) *hlo.Value {
 			im := e.Scalar(decodeScalar(t.Host[half:], part), el.Real())
 			return e.d.g.b.Complex(re, im)
 		}
+		if t.DType.IsIntegral(false) && len(t.Host) > 0 {
+			return e.IntNumber(decodeInt64s(t.Host, t.DType)[0], t.DType.Elem())
+		}
 		return e.Scalar(decodeScalar(t.Host, t.DType.Elem()), t.DType.Elem())
 	}
 	if v := e.captureRead(t); v != nil {
@@ -77,7 +79,7 @@ func (e *Engine) Read(h any) *hlo.Value {
 func (e *Engine) windowStarts(starts []int64) []*hlo.Value {
 	vs := make([]*hlo.Value, len(starts))
 	for i, s := range starts {
-		buf := e.scalarBuffer(scalarKey{hlo.S64, math.Float64bits(float64(s))})
+		buf := e.scalarBuffer(scalarKey{elem: hlo.S64, bits: uint64(s), exact: true})
 		vs[i] = e.d.g.scalarParam(buf, hlo.T(hlo.S64))
 	}
 	return vs

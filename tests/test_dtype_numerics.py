@@ -126,3 +126,29 @@ def test_complex_silu(dtype):
     got = torch.nn.functional.silu(x.to("tpu"))
     assert got.dtype == dtype
     torch.testing.assert_close(got.cpu(), torch.nn.functional.silu(x))
+
+
+BIG = 2**53 + 1
+BIG_INT_CASES = {
+    "fill_": lambda d: torch.zeros(3, dtype=torch.int64, device=d).fill_(BIG),
+    "fill_ int64 max": lambda d: torch.zeros(3, dtype=torch.int64, device=d).fill_(2**63 - 1),
+    "full": lambda d: torch.full((3,), BIG, device=d),
+    "add number": lambda d: torch.arange(3, device=d) + BIG,
+    "mul number": lambda d: torch.ones(3, dtype=torch.int64, device=d) * BIG,
+    "eq number": lambda d: torch.tensor([BIG, BIG - 1, 3], device=d).eq(BIG),
+    "where numbers": lambda d: torch.where(torch.tensor([True, False, True], device=d), BIG, -BIG),
+    "clamp": lambda d: torch.tensor([BIG, 0, -BIG], device=d).clamp(-BIG + 2, BIG - 1),
+    "uint8 fill -1": lambda d: torch.zeros(3, dtype=torch.uint8, device=d).fill_(-1),
+    "int32 max": lambda d: torch.zeros(3, dtype=torch.int32, device=d) + (2**31 - 1),
+    "0-dim cpu tensor": lambda d: torch.arange(3, device=d) + torch.tensor(BIG),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BIG_INT_CASES))
+def test_python_integers_stay_exact(mode, name):
+    # Python integers reach integer tensors exactly: a float64 on the way would round 2**53 + 1 to 2**53 and
+    # 2**63 - 1 to 2**63 (which wraps to the smallest int64).
+    want = BIG_INT_CASES[name]("cpu")
+    got = BIG_INT_CASES[name]("tpu")
+    assert got.dtype == want.dtype
+    assert got.cpu().tolist() == want.tolist()
