@@ -3,6 +3,8 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/copy_native.h>
@@ -39,6 +41,19 @@ void check_factory_options(std::optional<c10::Layout> layout_opt, std::optional<
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory_opt), "torchtpu: only CPU tensors can be pinned");
 }
 
+// fill_if_deterministic fills new memory with NaN (floating and complex) or the dtype's largest value, as
+// CPU and CUDA do while deterministic algorithms and torch.utils.deterministic.fill_uninitialized_memory are on.
+bool deterministic_fill() {
+  return at::globalContext().deterministicAlgorithms() && at::globalContext().deterministicFillUninitializedMemory();
+}
+
+at::Tensor& fill_if_deterministic(at::Tensor& t) {
+  if (C10_UNLIKELY(deterministic_fill()) && t.numel() > 0) {
+    at::native::fill_empty_deterministic_(t);
+  }
+  return t;
+}
+
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype_opt,
                                std::optional<c10::Layout> layout_opt, std::optional<c10::Device> device_opt,
                                std::optional<bool> pin_memory_opt,
@@ -46,8 +61,9 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
   check_usable();
   check_factory_options(layout_opt, pin_memory_opt);
   c10::DeviceGuard guard(tpu_device(device_opt));
-  return at::detail::empty_generic(size, tpu_allocator(), kTpuKeys, c10::dtype_or_default(dtype_opt),
-                                   memory_format_opt);
+  at::Tensor t = at::detail::empty_generic(size, tpu_allocator(), kTpuKeys, c10::dtype_or_default(dtype_opt),
+                                           memory_format_opt);
+  return fill_if_deterministic(t);
 }
 
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype_opt,
@@ -56,7 +72,9 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
   check_usable();
   check_factory_options(layout_opt, pin_memory_opt);
   c10::DeviceGuard guard(tpu_device(device_opt));
-  return at::detail::empty_strided_generic(size, stride, tpu_allocator(), kTpuKeys, c10::dtype_or_default(dtype_opt));
+  at::Tensor t = at::detail::empty_strided_generic(size, stride, tpu_allocator(), kTpuKeys,
+                                                   c10::dtype_or_default(dtype_opt));
+  return fill_if_deterministic(t);
 }
 
 at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
@@ -111,7 +129,11 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
                           std::optional<c10::MemoryFormat> memory_format) {
   check_usable();
   auto* impl = self.unsafeGetTensorImpl();
+  const int64_t old_nbytes = impl->unsafe_storage() ? static_cast<int64_t>(impl->unsafe_storage().nbytes()) : 0;
   resize_impl(impl, size, std::nullopt);
+  if (C10_UNLIKELY(deterministic_fill())) {
+    at::native::fill_resize_deterministic_(self, old_nbytes);
+  }
   if (memory_format) {
     TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "Unsupported memory format ", *memory_format);
     impl->empty_tensor_restride(*memory_format);

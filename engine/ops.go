@@ -54,6 +54,11 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 	if err := e.prepare(args, device); err != nil {
 		return nil, err
 	}
+	if entry.Variant == dispatch.Inplace {
+		if err := checkSelfOverlap(entry.Rule, args); err != nil {
+			return nil, err
+		}
+	}
 	s := e.stepSegment()
 	if s != nil {
 		var done bool

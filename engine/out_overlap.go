@@ -33,6 +33,57 @@ func checkOutsApart(rule *dispatch.Rule, dsts []dispatch.Arg) error {
 	return nil
 }
 
+// The in-place kernels CPU lets write an expanded self (internal overlap:
+// they fill or mask, some with a deprecation warning), and those that let
+// self partly share memory with an input (they read their inputs first, or
+// read only a 0-dim value).
+var (
+	selfOverlapOK = map[string]bool{
+		"aten::fill.Scalar": true, "aten::fill.Tensor": true, "aten::zero": true, "aten::threshold": true,
+		"aten::tril": true, "aten::triu": true, "aten::index_fill.int_Scalar": true, "aten::index_fill.int_Tensor": true,
+		"aten::index_put": true, "aten::_index_put_impl_": true, "aten::masked_fill.Scalar": true,
+		"aten::masked_fill.Tensor": true, "aten::baddbmm": true, "aten::addmv": true, "aten::conj_physical": true,
+		"aten::_amp_update_scale_": true,
+	}
+	inputOverlapOK = map[string]bool{
+		"aten::fill.Tensor": true, "aten::masked_fill.Tensor": true, "aten::index_fill.int_Tensor": true,
+		"aten::masked_scatter": true, "aten::addmm": true, "aten::addmv": true, "aten::addbmm": true,
+		"aten::baddbmm": true, "aten::embedding_renorm": true, "aten::_amp_update_scale_": true,
+	}
+)
+
+// checkSelfOverlap applies the memory checks CPU's in-place kernels make
+// before writing self: no two elements of self at one address (an expanded
+// tensor), and no input that shares only part of self's memory (the same
+// tensor is fine). Lists (the _foreach_ ops) are not checked.
+func checkSelfOverlap(rule *dispatch.Rule, args []dispatch.Arg) error {
+	if len(args) == 0 || args[0].Kind != dispatch.ArgTensor || len(args[0].Handles) != 1 {
+		return nil
+	}
+	self, ok := args[0].Handles[0].(*TensorDesc)
+	if !ok || self == nil {
+		return nil
+	}
+	if !selfOverlapOK[rule.Name] && internalOverlap(self) {
+		return dispatch.Errorf("%s", msgInternalOverlap)
+	}
+	if inputOverlapOK[rule.Name] {
+		return nil
+	}
+	for _, a := range args[1:] {
+		for k, h := range a.Handles {
+			src, ok := h.(*TensorDesc)
+			if !ok || src == nil || src.Addr != self.Addr || (a.Kind == dispatch.ArgTensorList && !a.Tensors[k].Defined) {
+				continue
+			}
+			if overlapOf(self, src) == overlapPartial {
+				return dispatch.Errorf("%s", msgInputOverlap)
+			}
+		}
+	}
+	return nil
+}
+
 // overlap is how the memory of two tensors relates, as ATen's MemoryOverlap classifies it.
 type overlap int
 
