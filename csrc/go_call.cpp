@@ -6,6 +6,7 @@
 
 #include "allocator.h"
 #include "errors.h"
+#include "op_alerts.h"
 #include "availability.h"
 
 namespace torchtpu {
@@ -56,6 +57,7 @@ ttpu_status call_go(const ArgList& args, std::vector<ttpu_out>& outs, const std:
   check_usable();
   note_autograd_phase(args);
   note_default_dtype(args);
+  alert_for_op(args);
   // Go writes the outputs into a per-thread scratch array made once: a fresh
   // kMaxOuts-entry vector per op (120 KiB, zeroed) cost more than the op.
   thread_local std::vector<ttpu_out> scratch(kMaxOuts);

@@ -1,4 +1,4 @@
-"""In-place ops check self's memory as CPU's kernels do, and new memory is filled in deterministic mode.
+"""In-place ops check self's memory as CPU's kernels do; deterministic mode fills new memory and alerts as CPU does.
 
 An expanded self (two elements at one address) or an input sharing only part of self's memory raises CPU's
 RuntimeError, except for the ops CPU lets through (fill_, zero_, masked_fill_, index_put_, addmm-like ops);
@@ -138,3 +138,55 @@ def test_without_deterministic_mode_nothing_is_filled():
     torch.empty(100, device="tpu")
     torch.tpu.synchronize()
     assert torch.tpu.metrics()["executions"] == before
+
+
+ALERTS = {
+    "max_unpool2d": (lambda d: torch.nn.functional.max_unpool2d(
+        torch.randn(1, 1, 2, 2, device=d), torch.zeros(1, 1, 2, 2, dtype=torch.long, device=d), 2),
+        "max_unpooling2d_forward_out"),
+    "max_unpool3d": (lambda d: torch.nn.functional.max_unpool3d(
+        torch.randn(1, 1, 2, 2, 2, device=d), torch.zeros(1, 1, 2, 2, 2, dtype=torch.long, device=d), 2),
+        "max_unpooling3d_forward_out"),
+    "put_": (lambda d: torch.zeros(4, device=d).put_(torch.tensor([0, 0], device=d), torch.ones(2, device=d)), "put_"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALERTS))
+def test_nondeterministic_alert(name):
+    fn, caller = ALERTS[name]
+    for d in ("cpu", "tpu"):
+        with DeterministicGuard(True):
+            with pytest.raises(RuntimeError, match=caller + " does not have a deterministic implementation"):
+                fn(d)
+        with DeterministicGuard(True, warn_only=True):
+            with pytest.warns(UserWarning, match=caller + " does not have a deterministic implementation"):
+                fn(d)
+        fn(d)  # no alert without deterministic mode
+
+
+def test_accumulating_put_does_not_alert():
+    with DeterministicGuard(True):
+        for d in ("cpu", "tpu"):
+            torch.zeros(4, device=d).put_(torch.tensor([0, 0], device=d), torch.ones(2, device=d), accumulate=True)
+
+
+@pytest.mark.parametrize("op", ["masked_fill_", "index_fill_", "index_put_"])
+def test_expanded_write_warns_as_cpu(op):
+    calls = {
+        "masked_fill_": lambda x: x.masked_fill_(torch.ones(6, dtype=torch.bool, device=x.device), 2.0),
+        "index_fill_": lambda x: x.index_fill_(0, torch.tensor([0], device=x.device), 2.0),
+        "index_put_": lambda x: x.index_put_((torch.tensor([0], device=x.device),), torch.tensor(2.0, device=x.device)),
+    }
+    for d in ("cpu", "tpu"):
+        with pytest.warns(UserWarning, match=f"Use of {op} on expanded tensors is deprecated"):
+            calls[op](expanded(d))
+
+
+def test_complex32_experimental_warning():
+    torch._C._set_warnAlways(True)
+    try:
+        for d in ("cpu", "tpu"):
+            with pytest.warns(UserWarning, match="ComplexHalf support is experimental"):
+                torch.empty(3, dtype=torch.chalf, device=d)
+    finally:
+        torch._C._set_warnAlways(False)
