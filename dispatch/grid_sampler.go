@@ -33,13 +33,24 @@ func newGridSampler(c *Ctx, inArg, gridArg int, s int) (*gridSampler, error) {
 	g := &gridSampler{b: c.B, in: in, grid: grid, s: s, interp: c.Int(gridArg+1, 0), padding: c.Int(gridArg+2, 0),
 		align: c.Bool(gridArg+3, false)}
 	name := []string{"", "", "grid_sampler_2d", "grid_sampler_3d"}[s]
+	// CPU's common checks come first: batch, grid's last dimension, empty spatial dims.
+	if len(in.Sizes) > 0 && len(grid.Sizes) > 0 && in.Sizes[0] != grid.Sizes[0] {
+		return nil, Errorf("grid_sampler(): expected grid and input to have same batch size, but got input with sizes %s and grid with sizes %s",
+			shapeString(in.Sizes), shapeString(grid.Sizes))
+	}
+	if len(in.Sizes) >= 2 && len(grid.Sizes) > 0 && grid.Sizes[len(grid.Sizes)-1] != int64(len(in.Sizes)-2) {
+		return nil, Errorf("grid_sampler(): expected grid to have size %d in last dimension, but got grid with sizes %s",
+			len(in.Sizes)-2, shapeString(grid.Sizes))
+	}
+	for i := 2; i < len(in.Sizes); i++ {
+		if in.Sizes[i] == 0 {
+			return nil, Errorf("grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes %s with dimension %d being empty",
+				shapeString(in.Sizes), i)
+		}
+	}
 	if len(in.Sizes) != s+2 || len(grid.Sizes) != s+2 || grid.Sizes[s+1] != int64(s) {
 		return nil, Errorf("%s(): expected %dD input and grid with last dimension %d, but got input with sizes %s and grid with sizes %s",
 			name, s+2, s, shapeString(in.Sizes), shapeString(grid.Sizes))
-	}
-	if in.Sizes[0] != grid.Sizes[0] {
-		return nil, Errorf("%s(): expected grid and input to have same batch size, but got input with sizes %s and grid with sizes %s",
-			name, shapeString(in.Sizes), shapeString(grid.Sizes))
 	}
 	if g.interp == 2 && s == 3 {
 		return nil, Errorf("grid_sampler(): bicubic interpolation only supports 4D input")

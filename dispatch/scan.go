@@ -65,7 +65,9 @@ func logAddExp(rb *hlo.Builder, x, y *hlo.Value) *hlo.Value {
 	lo := rb.Min(x, y)
 	r := rb.Add(hi, rb.Log1p(rb.Exp(rb.Sub(lo, hi))))
 	ninf := rb.Constant(x.T, hlo.Lowest(x.T.Elem))
-	return rb.Select(rb.Compare(hlo.EQ, hi, ninf), hi, r)
+	// Two equal infinities give that infinity (inf - inf would be NaN), as CPU's helper does.
+	sameInf := rb.And(rb.Compare(hlo.EQ, lo, hi), rb.Not(rb.IsFinite(hi)))
+	return rb.Select(rb.Or(rb.Compare(hlo.EQ, hi, ninf), sameInf), hi, r)
 }
 
 // logcumsumexp is _logcumsumexp(self, dim): log of the running sum of exp.

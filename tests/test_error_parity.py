@@ -57,6 +57,12 @@ CASES = {
     "random_ below uint8": lambda d: torch.empty(3, dtype=torch.uint8, device=d).random_(-1, 1),
     "random_ beyond int8": lambda d: torch.empty(3, dtype=torch.int8, device=d).random_(0, 300),
     "random_ beyond half": lambda d: torch.empty(3, dtype=torch.half, device=d).random_(0, 70000),
+    "grid_sampler_3d batch before last dim": lambda d: torch.grid_sampler_3d(
+        torch.zeros(5, 5, 5, 5, 5, device=d), torch.zeros(1, 1, 1, 4, 4, device=d), 0, 0, True),
+    "grid_sampler_2d grid's last dim": lambda d: torch.grid_sampler_2d(
+        torch.zeros(5, 5, 5, 5, device=d), torch.zeros(5, 1, 4, 4, device=d), 0, 0, True),
+    "grid_sampler empty spatial dim": lambda d: torch.grid_sampler(
+        torch.zeros(2, 3, 0, 4, device=d), torch.zeros(2, 1, 4, 2, device=d), 0, 0, True),
     "uint16 with int32": lambda d: torch.ones(2, dtype=torch.uint16, device=d) * torch.ones(2, dtype=torch.int32, device=d),
 }
 

@@ -144,3 +144,12 @@ def test_var_and_std_of_complex_are_real(mode, dtype):
         for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
             assert g.dtype == w.dtype
             torch.testing.assert_close(g.cpu(), w)
+
+
+def test_logcumsumexp_and_logaddexp_of_infinities(mode):
+    # Two equal infinities combine to that infinity (inf - inf is NaN on the way); NaN propagates, as on CPU.
+    x = torch.tensor([-float("inf"), -float("inf"), 1.0, 1.0, float("inf"), float("inf"), float("nan"), 1.0, 1.0])
+    for got, want in [(x.to("tpu").logcumsumexp(0), x.logcumsumexp(0)),
+                      (torch.logaddexp(x.to("tpu"), x.to("tpu")), torch.logaddexp(x, x)),
+                      (x.to("tpu").expand(2, -1).logcumsumexp(1), x.expand(2, -1).logcumsumexp(1))]:
+        torch.testing.assert_close(got.cpu(), want, equal_nan=True)

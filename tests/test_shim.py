@@ -132,3 +132,14 @@ def test_tensors_of_many_dimensions():
             assert got.shape == want.shape and got.stride() == want.stride() and torch.equal(got, want)
         else:
             assert got == want
+
+
+def test_is_set_to():
+    # is_set_to compares storage, offset and geometry on the device itself (it once ran on CPU copies).
+    t1 = torch.empty(3, 4, 9, device="tpu")
+    t2 = torch.empty(3, 4, 9, device="tpu")
+    t3 = torch.tensor([], device="tpu").set_(t1)
+    t4 = t3.clone().resize_(12, 9)
+    assert not t1.is_set_to(t2)
+    assert t1.is_set_to(t3) and t3.is_set_to(t1)
+    assert not t1.is_set_to(t4) and not t1.is_set_to(t1.view(12, 9))
