@@ -295,17 +295,22 @@ func gatherRule(c *Ctx) ([]*hlo.Value, error) {
 	if im.Numel() == 0 {
 		return []*hlo.Value{full(b, m.DType, im.Sizes, 0)}, nil
 	}
-	if m.Rank() == 0 {
-		return []*hlo.Value{b.Reshape(c.T(0), im.Sizes...)}, nil
+	if m.Rank() == 0 { // every index is 0 (checked above)
+		return []*hlo.Value{b.BroadcastTo(c.T(0), im.Sizes)}, nil
 	}
 	r := int64(m.Rank())
-	ind := fullIndices(b, c.T(2), dim)
+	idx, sizes := c.T(2), im.Sizes
+	if im.Rank() == 0 { // CPU reads a 0-dim index of a 1-D input as one element
+		idx, sizes = b.Reshape(idx, 1), []int64{1}
+	}
+	ind := fullIndices(b, idx, dim)
 	ones := make([]int64, r)
 	for k := range ones {
 		ones[k] = 1
 	}
-	out := hlo.T(m.DType.Elem(), im.Sizes...)
-	return []*hlo.Value{b.Gather(c.T(0), ind, out, nil, iotaDims(int(r)), iotaDims(int(r)), r, ones)}, nil
+	out := hlo.T(m.DType.Elem(), sizes...)
+	g := b.Gather(c.T(0), ind, out, nil, iotaDims(int(r)), iotaDims(int(r)), r, ones)
+	return []*hlo.Value{b.Reshape(g, im.Sizes...)}, nil
 }
 
 // scatterRule builds scatter.src / scatter.value / scatter_add(self, dim,

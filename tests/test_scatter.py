@@ -99,3 +99,13 @@ def test_unique_for_index_fill_backward(mode):
     x = torch.randn(4, 3, generator=g)
     v = torch.tensor(1.5)
     grads(lambda t, val: t.index_fill(0, torch.tensor([1, 1, 3], device=t.device), val), x, v)
+
+
+def test_gather_with_0_dim_index_or_input(mode):
+    # A 0-dim index of a 1-D input is read as one element and gives a 0-dim result; a 0-dim input broadcasts.
+    cases = [(torch.tensor([3.0]), torch.tensor(0)), (torch.tensor([1.0, 2.0, 3.0]), torch.tensor(2)),
+             (torch.tensor(3.0), torch.tensor(0)), (torch.tensor(3.0), torch.tensor([0, 0]))]
+    for x, i in cases:
+        want = torch.gather(x, 0, i)
+        got = torch.gather(x.to("tpu"), 0, i.to("tpu")).cpu()
+        assert got.shape == want.shape and torch.equal(got, want)
