@@ -5,6 +5,7 @@
 
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/COW.h>
 #include <c10/util/Exception.h>
 
 #include "device_guard.h"
@@ -147,5 +148,11 @@ void resize_storage_bytes(c10::StorageImpl* storage, size_t new_nbytes) {
 }
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &global_allocator);
+
+void materialize_cow(const at::Tensor& t) {
+  if (t.defined() && t.has_storage() && c10::impl::cow::is_cow_data_ptr(t.storage().data_ptr())) {
+    (void)t.mutable_data_ptr();  // copies the shared bytes into a new storage (copy_data) and drops the share
+  }
+}
 
 }  // namespace torchtpu

@@ -183,6 +183,7 @@ at::Tensor raw_alias(const at::Tensor& t) {
 // x.conj().imag) receives the values through those bits. PyTorch's own path resolves such a destination into a
 // clone before _copy_from, which would lose the write.
 at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  materialize_cow(self);
   if (!self.is_conj() && !self.is_neg()) {
     return at::native::copy_(self, src, non_blocking);
   }

@@ -3,6 +3,7 @@
 #include <ATen/native/Resize.h>
 #include <c10/util/Exception.h>
 
+#include "allocator.h"
 #include "device_guard.h"
 #include "generator.h"
 #include "go_call.h"
@@ -228,6 +229,23 @@ bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::j
   }
   std::vector<ttpu_out> outs;
   c10::DeviceIndex device = 0;
+  {
+    const size_t first = stack->size() - nargs;
+    for (size_t i = 0; i < nargs; ++i) {
+      const auto* ai = schema.arguments()[i].alias_info();
+      const c10::IValue& v = (*stack)[first + i];
+      if (ai == nullptr || !ai->isWrite()) {
+        continue;
+      }
+      if (v.isTensor()) {
+        materialize_cow(v.toTensor());
+      } else if (v.isTensorList()) {
+        for (const at::Tensor& t : v.toTensorList()) {
+          materialize_cow(t);
+        }
+      }
+    }
+  }
   for (int attempt = 0;; ++attempt) {
     ArgList args(name);
     marshal_arguments(schema, *stack, args, seeded);

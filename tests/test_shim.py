@@ -143,3 +143,28 @@ def test_is_set_to():
     assert not t1.is_set_to(t2)
     assert t1.is_set_to(t3) and t3.is_set_to(t1)
     assert not t1.is_set_to(t4) and not t1.is_set_to(t1.view(12, 9))
+
+
+@pytest.mark.parametrize("write", ["add_", "copy_", "index_put_", "foreach"])
+def test_lazy_clone_is_not_written_through(write):
+    # A copy-on-write clone (Tensor._lazy_clone) keeps the values it was made with when the original is written in
+    # place, and the original gets a storage of its own, as on CPU; writing the clone then leaves the original alone.
+    ops = {
+        "add_": lambda v: v.add_(torch.ones(1, device=v.device)),
+        "copy_": lambda v: v.copy_(torch.arange(4.0, device=v.device) + 1),
+        "index_put_": lambda v: v.index_put_((torch.tensor([0, 3], device=v.device),), torch.tensor(9.0, device=v.device)),
+        "foreach": lambda v: torch._foreach_add_([v], 1.0),
+    }
+    seen = []
+    for d in ("cpu", "tpu"):
+        t = torch.tensor([[0.0, 1.0], [2.0, 3.0]], device=d)
+        addr = torch._C._storage_address(t)
+        clone = t._lazy_clone()
+        ops[write](t.view(4))
+        assert not torch._C._is_cow_tensor(t) and torch._C._is_cow_tensor(clone)
+        assert torch._C._storage_address(clone) != addr
+        clone.mul_(10)
+        seen.append((t.cpu(), clone.cpu()))
+    (ct, cc), (tt, tc) = seen
+    assert torch.equal(tt, ct) and torch.equal(tc, cc)
+    assert torch.equal(cc, torch.tensor([[0.0, 10.0], [20.0, 30.0]]))
