@@ -72,6 +72,7 @@ type Engine struct {
 	checkNeeds  bool                // TORCHTPU_CHECK_NEEDS=1: an undeclared need of a rule is an error (needs.go)
 	noDonate    bool                // TORCHTPU_DONATE=0
 	noDefer     bool                // TORCHTPU_DEFER_COMPILED=0: compiled replays launch at once in fused mode too
+	stepOpen    bool                // strict mode records as fused until the next flush (program_defer.go)
 	dumpWarned  bool                // TORCHTPU_DUMP_DIR could not be written
 	hcBase      pjrt.HostCacheStats // host cache counters at the last metrics reset
 	hostCache   bool                // the plugin's large host blocks are cached (hostcache.go)

@@ -31,6 +31,7 @@ type Program struct {
 	// deferred is the captured graph as a fragment, for replays recorded
 	// into the pending graph (program_defer.go); nil when it cannot be cut.
 	deferred *deferred
+	step     bool // a replay opens a compiled step in strict mode (program_defer.go)
 
 	// Set between capture and the first launch only.
 	captured    []*Storage
@@ -193,6 +194,7 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 	if n := e.programOutputs(p); n > maxOuts {
 		return nil, fmt.Errorf("torchtpu: a compiled program gives %d results, the caller allows %d", n, maxOuts)
 	}
+	e.openStep(p)
 	if e.defers(p) {
 		if outs, ok, err := e.deferProgram(p, inputs, seeds); ok || err != nil {
 			return outs, err

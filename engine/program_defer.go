@@ -20,6 +20,11 @@ import (
 // and parameters and optimizer state are donated by the flush as any written
 // storage is. TORCHTPU_DEFER_COMPILED=0 launches each replay at once.
 
+// In strict mode a program captured by torch.compile(mode="reduce-overhead")
+// opens a compiled step when it replays: the engine records as in fused mode
+// until its next flush (the optimizer step's mark, a sync, the size cap), then
+// returns to strict mode, so such a step also launches as one program.
+
 // deferred is what a deferred replay pastes: the captured graph as a
 // fragment whose parameters are all the capture's graph parameters, the
 // source of each, and the fragment value of each of the program's results.
@@ -171,4 +176,36 @@ func (e *Engine) deferProgram(p *Program, inputs []*TensorDesc, seeds []int64) (
 	e.m.CompiledDeferred++
 	g.ops += p.ops - 1
 	return outs, true, e.recorded(p.name)
+}
+
+// SetProgramStep makes the replays of program h open a compiled step.
+func (e *Engine) SetProgramStep(h int64) {
+	if p := e.programs.get(h); p != nil {
+		e.mu.Lock()
+		p.step = true
+		e.mu.Unlock()
+	}
+}
+
+// openStep switches strict mode to fused mode for the compiled step a replay
+// of p begins. The pending graph is empty in strict mode, so nothing recorded
+// before changes policy.
+func (e *Engine) openStep(p *Program) {
+	if p.step && e.mode == ModeStrict && !e.noDefer && p.deferred != nil && p.stores == nil && e.capture == nil {
+		e.mode, e.stepOpen = ModeFused, true
+	}
+}
+
+// closeStep returns to strict mode after the flush that ends an open
+// compiled step, once no device holds pending work.
+func (e *Engine) closeStep() {
+	if !e.stepOpen {
+		return
+	}
+	for _, s := range e.dev.states {
+		if s.g.ops > 0 || len(s.g.pending) > 0 {
+			return
+		}
+	}
+	e.mode, e.stepOpen = ModeStrict, false
 }

@@ -114,10 +114,11 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, gm, slot):
+    def __init__(self, gm, slot, step=False):
         self._boxed_call = True  # an instance attribute: wrappers (functools.wraps) copy it
         self.gm = gm
         self.slot = slot
+        self.step = step  # mode="reduce-overhead": each program's replays open a compiled step
         self.name = "frame {} graph {} {}".format(*slot)
         self.digest = hashlib.sha256(gm.code.encode()).hexdigest()[:16]
         self.dynamic = _is_dynamic(gm)
@@ -219,6 +220,10 @@ class CompiledGraph:
             self._set_fallback(reason)
             return outs
         self._handles.append(handle)
+        if self.step:
+            from .. import _lib
+
+            _lib.lib().ttpu_program_step(handle)
         outputs, k = [], 0
         for o in outs:
             r = _Output()
