@@ -1,7 +1,15 @@
 """Step time of the GPT example: CPU eager, tpu fused, tpu compiled (backend="tpu"), with the
 first-call (capture + compile) time of the compiled model. Medians over the steps after warm-up.
 
+With --interleaved, the peer workloads' train steps (bench/peer_workloads_torch.py, e.g. mlp,gpt) run
+in one process per workload as tpu fused, tpu compiled (strict mode, a program per graph) and tpu
+compiled whole step (fused mode, one program per step), in blocks that alternate, so that load on the
+machine falls on all three alike (CPU eager: bench/peers.py); a cell is the median over blocks of each block's
+median step, with the launches per step and the host time left after the device's busy time
+(torch.tpu.trace) of the last block.
+
     python bench/compile_step.py --steps 40 --rounds 3
+    python bench/compile_step.py --interleaved mlp,gpt --steps 20 --rounds 5
 """
 import argparse
 import os
@@ -45,7 +53,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--interleaved", help="peer workloads to time in alternating blocks, e.g. mlp,gpt")
     a = ap.parse_args()
+    if a.interleaved:
+        from compile_step_interleaved import run
+
+        return run(a.interleaved.split(","), a.steps, a.rounds)
     kinds = ["cpu", "fused", "compiled"]
     res = {k: [] for k in kinds}
     for _ in range(a.rounds):  # interleaved rounds

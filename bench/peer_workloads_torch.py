@@ -1,7 +1,7 @@
 """peer_workloads_torch: the benchmark workloads in PyTorch, and the worker that times them.
 
 Runs in the project's environment (backends cpu, inductor, strict, fused,
-compiled) and in the torch_xla peer environment (xla-lazy, xla-openxla). Weights
+compiled, compiled-step: torch.compile in fused mode, one program per step) and in the torch_xla peer environment (xla-lazy, xla-openxla). Weights
 and data come from <workload>.init.npz, written once by `--dump` on CPU, so every
 backend (and the JAX twins) starts from the same numbers.
 
@@ -136,10 +136,11 @@ class Backend:
             self.device = torch.device("cpu")
             if name == "inductor":
                 self.compile = lambda f: torch.compile(f)
-        elif name in ("strict", "fused", "compiled"):
+        elif name in ("strict", "fused", "compiled", "compiled-step"):
             self.device = torch.device("tpu")
-            torch.tpu.set_mode("fused" if name == "fused" else "strict")
-            if name == "compiled":
+            # In fused mode the compiled graphs of a step are recorded and launched as one program.
+            torch.tpu.set_mode("fused" if name in ("fused", "compiled-step") else "strict")
+            if name in ("compiled", "compiled-step"):
                 self.compile = lambda f: torch.compile(f, backend="tpu")
         elif name in ("xla-lazy", "xla-openxla"):
             import torch_xla
@@ -210,7 +211,7 @@ def main():
         for n in names:
             dump(n, os.path.join(args.dir, f"{n}.init.npz"))
         return
-    if args.backend == "compiled" and "tpu" not in torch._dynamo.list_backends():
+    if args.backend in ("compiled", "compiled-step") and "tpu" not in torch._dynamo.list_backends():
         from peer_timing import emit
         for n in names:
             emit(n, {"status": "n/a", "detail": 'torch.compile backend "tpu" is not registered'})

@@ -1,4 +1,5 @@
-"""peers: the same workloads on CPU eager, Inductor, tpu (strict, fused, compiled), torch_xla and JAX.
+"""peers: the same workloads on CPU eager, Inductor, tpu (strict, fused, compiled, compiled whole step),
+torch_xla and JAX.
 
 Each backend runs as a subprocess with a hard timeout: the project's environment
 for CPU eager, Inductor and tpu; peer environments made on first use under the
@@ -34,6 +35,7 @@ BACKENDS = [
     ("strict", "tpu strict", "project", "peer_workloads_torch.py"),
     ("fused", "tpu fused", "project", "peer_workloads_torch.py"),
     ("compiled", "tpu compiled", "project", "peer_workloads_torch.py"),
+    ("compiled-step", "tpu compiled whole step", "project", "peer_workloads_torch.py"),
     ("xla-lazy", "torch_xla lazy", "xla", "peer_workloads_torch.py"),
     ("xla-openxla", "torch_xla openxla", "xla", "peer_workloads_torch.py"),
     ("jax", "JAX jit", "jax", "peer_workloads_jax.py"),

@@ -79,6 +79,11 @@ func ttpu_graph_capture_end(handle *C.int64_t, err *C.char, errlen C.int64_t) C.
 	})
 }
 
+//export ttpu_program_step
+func ttpu_program_step(handle C.int64_t) {
+	eng.SetProgramStep(int64(handle))
+}
+
 //export ttpu_program_seeds
 func ttpu_program_seeds(handle C.int64_t) C.int32_t {
 	return C.int32_t(eng.ProgramSeeds(int64(handle)))

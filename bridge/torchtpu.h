@@ -290,6 +290,11 @@ ttpu_status ttpu_program_run(int64_t handle, const ttpu_tensor* inputs, int32_t 
  * (buf may be NULL) and returns the text's whole length, or -1 when handle names no program. */
 int64_t ttpu_program_text(int64_t handle, char* buf, int64_t n);
 
+/* ttpu_program_step makes the replays of program handle open a compiled step (torch.compile's
+ * mode="reduce-overhead"): in strict mode the engine records as in fused mode from such a replay to the
+ * next flush (the optimizer step's mark or a sync), so the step launches as one program. */
+void ttpu_program_step(int64_t handle);
+
 /* ttpu_program_free releases a program. */
 void ttpu_program_free(int64_t handle);
 

@@ -28,6 +28,9 @@ type capture struct {
 	// inputs; every storage the region reads or writes is bound by address
 	// (graph_capture.go), and a sync inside the region is an error.
 	byStorage bool
+	// nodes and params are the pending graph's ops and parameters when the
+	// capture began (none after its flush, unless a rule left some).
+	nodes, params int
 }
 
 // ErrNotCaptured reports that a capture ended without a program; the recorded
@@ -117,6 +120,7 @@ func (e *Engine) CaptureBegin(name string, inputs []*TensorDesc) error {
 		name = "graph"
 	}
 	c := &capture{name: name, device: dev, inputs: inputs, seeds: map[*pjrt.Buffer]int{}, offsets: map[*pjrt.Buffer]int{}, reads: map[int]*hlo.Value{}}
+	c.nodes, c.params = e.d.g.b.Len(), e.d.g.b.NumParams()
 	for _, t := range inputs {
 		st := e.storages[t.Addr]
 		v := t.view()
@@ -345,6 +349,7 @@ func (e *Engine) buildProgram(c *capture, outputs []*TensorDesc) (*Program, []Ou
 	if reason := e.bindCaptured(p, c, g, used, bufInput); reason != "" {
 		return nil, nil, reason
 	}
+	e.makeDeferred(p, c, g, vals, used, p.captureArgs, bufInput)
 	sum := sha256.Sum256([]byte(p.text))
 	p.key = "c:" + hex.EncodeToString(sum[:16])
 	return p, refs, ""

@@ -71,6 +71,8 @@ type Engine struct {
 	checkNaNs   bool                // TORCHTPU_CHECK_NANS=1
 	checkNeeds  bool                // TORCHTPU_CHECK_NEEDS=1: an undeclared need of a rule is an error (needs.go)
 	noDonate    bool                // TORCHTPU_DONATE=0
+	noDefer     bool                // TORCHTPU_DEFER_COMPILED=0: compiled replays launch at once in fused mode too
+	stepOpen    bool                // strict mode records as fused until the next flush (program_defer.go)
 	dumpWarned  bool                // TORCHTPU_DUMP_DIR could not be written
 	hcBase      pjrt.HostCacheStats // host cache counters at the last metrics reset
 	hostCache   bool                // the plugin's large host blocks are cached (hostcache.go)
@@ -119,6 +121,7 @@ func New() *Engine {
 	e.noFusedPath = os.Getenv("TORCHTPU_FUSED_FAST_PATH") == "0"
 	e.noPhaseCut = os.Getenv("TORCHTPU_BACKWARD_CUT") == "0"
 	e.noStepTape = os.Getenv("TORCHTPU_STEP_REPLAY") == "0"
+	e.noDefer = os.Getenv("TORCHTPU_DEFER_COMPILED") == "0"
 	e.padOn, e.padMin = padSettings()
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
@@ -304,8 +307,8 @@ func (e *Engine) MarkStep() error {
 func (e *Engine) AutogradBoundary(backward bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.mode != ModeFused || e.noPhaseCut || e.capture != nil || e.ready() != nil {
-		return nil // a capture (torch.compile) keeps its ops in one program
+	if e.mode != ModeFused || e.noPhaseCut || e.capture != nil || e.ready() != nil || e.d.g.programs > 0 {
+		return nil // a capture (torch.compile) keeps its ops in one program, a compiled step too
 	}
 	e.why = whyBackward
 	if !backward {

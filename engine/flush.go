@@ -41,6 +41,7 @@ func (e *Engine) flush() error {
 // overwrites donates its old buffer to its new value when the two have the
 // same type, so parameters and optimizer state update in place.
 func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
+	defer e.closeStep()
 	if err := e.syncInCapture(); err != nil {
 		return nil, err
 	}

@@ -20,6 +20,9 @@ type graph struct {
 	extra   []*hlo.Value   // values wanted as extra outputs (reads to host)
 	ops     int
 	first   []string // the first ops recorded, for messages (events.go)
+	// programs counts the compiled programs replayed into the graph
+	// (program_defer.go): a graph holding one is not cut at backward boundaries.
+	programs int
 }
 
 func newGraph() *graph {

@@ -37,7 +37,7 @@ func (e *Engine) SetMode(m Mode) error {
 			return err
 		}
 	}
-	e.mode = m
+	e.mode, e.stepOpen = m, false
 	return nil
 }
 

@@ -28,6 +28,10 @@ type Program struct {
 	donated []int        // inputs whose buffers the program takes over (donate.go)
 	summary *hlo.Summary // what a recompile is explained by (recompile.go)
 	stores  []uint64     // a graph capture's inputs: storages by address (graph_capture.go)
+	// deferred is the captured graph as a fragment, for replays recorded
+	// into the pending graph (program_defer.go); nil when it cannot be cut.
+	deferred *deferred
+	step     bool // a replay opens a compiled step in strict mode (program_defer.go)
 
 	// Set between capture and the first launch only.
 	captured    []*Storage
@@ -111,6 +115,10 @@ func (p *Program) release() {
 		}
 	}
 	p.binds = nil
+	if p.deferred != nil {
+		p.deferred.release()
+		p.deferred = nil
+	}
 }
 
 // ProgramSeeds returns how many seeds a replay of program h takes (one per
@@ -185,6 +193,12 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 	}
 	if n := e.programOutputs(p); n > maxOuts {
 		return nil, fmt.Errorf("torchtpu: a compiled program gives %d results, the caller allows %d", n, maxOuts)
+	}
+	e.openStep(p)
+	if e.defers(p) {
+		if outs, ok, err := e.deferProgram(p, inputs, seeds); ok || err != nil {
+			return outs, err
+		}
 	}
 	sts, err := e.programInputs(p, inputs)
 	if err != nil {

@@ -31,6 +31,8 @@ _SIGNATURES = {
     "ttpu_has_rule": (_i32, [_c_char_p]),
     "ttpu_all_reduce_devices": (_i32, [ctypes.POINTER(ctypes.c_uint64), _i32, _c_char_p, _c_char_p, _i64]),
     "ttpu_program_free": (None, [_i64]),
+    "ttpu_program_step": (None, [_i64]),
+    "ttpu_program_seeds": (_i32, [_i64]),
 }
 
 _lib = None

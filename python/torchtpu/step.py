@@ -41,11 +41,33 @@ def _on_tpu(optimizer):
 
 def _step_post_hook(optimizer, args, kwargs):
     if torch.compiler.is_compiling():
-        return  # a compiled step is one program already
+        # Dynamo calls the step end at run time rather than tracing it: in fused mode the compiled
+        # graphs of the step were recorded into the pending graph, which the mark launches.
+        if _compiled_step_end is not None:
+            _compiled_step_end(optimizer)
+        return
     if not _runtime.initialized() or _runtime.in_bad_fork():
         return
     if _on_tpu(optimizer):
         mark_step()
+
+
+def _step_end(optimizer):
+    """The step boundary of an optimizer step inside a compiled function."""
+    if _runtime.initialized() and not _runtime.in_bad_fork() and _on_tpu(optimizer):
+        mark_step()
+
+
+# _step_end behind torch._dynamo.disable, set when Dynamo is imported (use_dynamo): Dynamo then
+# breaks the graph at the call and runs it eagerly each time.
+_compiled_step_end = None
+
+
+def use_dynamo(dynamo):
+    """Make the step hook mark steps inside compiled functions (called once Dynamo is imported)."""
+    global _compiled_step_end
+    if _compiled_step_end is None:
+        _compiled_step_end = dynamo.disable(_step_end)
 
 
 def install():

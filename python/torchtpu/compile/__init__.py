@@ -15,6 +15,7 @@ import torch
 
 _REGISTRY = "torch._dynamo.backends.registry"
 _OPTIMIZER = "torch._dynamo.variables.optimizer"
+_DYNAMO = "torch._dynamo"
 _warned = False
 
 
@@ -81,6 +82,12 @@ def _capturable_on_tpu(module):
     cls._safe_to_set_capturable = _safe_to_set_capturable
 
 
+def _step_ends(dynamo):
+    from .. import step
+
+    step.use_dynamo(dynamo)
+
+
 def _route_default_compile():
     """Make torch.compile's default (Inductor) backend hand graphs on tpu to the tpu backend."""
     cls = getattr(torch, "_TorchCompileInductorWrapper", None)
@@ -106,9 +113,10 @@ def _route_default_compile():
 
 
 def install():
-    """Register the backend, the default-compile route and the optimizer rule (idempotent)."""
+    """Register the backend, the default-compile route, the optimizer rule and the step ends of
+    compiled optimizer steps (idempotent)."""
     _route_default_compile()
-    for name, then in ((_REGISTRY, _register), (_OPTIMIZER, _capturable_on_tpu)):
+    for name, then in ((_REGISTRY, _register), (_OPTIMIZER, _capturable_on_tpu), (_DYNAMO, _step_ends)):
         module = sys.modules.get(name)
         if module is not None:
             then(module)

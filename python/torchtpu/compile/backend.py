@@ -2,6 +2,7 @@
 (forward and backward, or one inference graph), and each becomes a CompiledGraph."""
 
 import itertools
+import warnings
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
@@ -22,20 +23,30 @@ def _frame_and_piece():
     return frame, next(_pieces.setdefault(key, itertools.count()))
 
 
-def _compiler(frame, piece, role):
+_warned_modes = set()
+
+
+def _compiler(frame, piece, role, step):
     def compile_graph(gm, example_inputs):
-        return CompiledGraph(gm, (frame, piece, role))
+        return CompiledGraph(gm, (frame, piece, role), step=step)
 
     return compile_graph
 
 
-def tpu_backend(gm, example_inputs, **kwargs):
-    """torch.compile(..., backend="tpu")."""
+def tpu_backend(gm, example_inputs, mode=None, **kwargs):
+    """torch.compile(..., backend="tpu"). mode="reduce-overhead" makes a compiled step one program in
+    strict mode too: its replays are recorded as in fused mode until the step ends (in fused mode every
+    compiled step is so). Inductor's other modes mean nothing here and are ignored with a warning."""
+    if mode not in (None, "default", "reduce-overhead") and mode not in _warned_modes:
+        _warned_modes.add(mode)
+        warnings.warn(f'torch.compile(backend="tpu") ignores mode={mode!r} (it knows "default" and '
+                      '"reduce-overhead")', stacklevel=2)
+    step = mode == "reduce-overhead"
     frame, piece = _frame_and_piece()
     backend = aot_autograd(
-        fw_compiler=_compiler(frame, piece, "forward"),
-        bw_compiler=_compiler(frame, piece, "backward"),
-        inference_compiler=_compiler(frame, piece, "inference"),
+        fw_compiler=_compiler(frame, piece, "forward", step),
+        bw_compiler=_compiler(frame, piece, "backward", step),
+        inference_compiler=_compiler(frame, piece, "inference", step),
         keep_inference_input_mutations=True,
     )
     return backend(gm, example_inputs, **kwargs)
