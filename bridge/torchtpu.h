@@ -244,6 +244,10 @@ int64_t ttpu_memory_allocated(void);
 /* ttpu_mark_forked makes every later device call fail (called in a forked child). */
 void ttpu_mark_forked(void);
 
+/* ttpu_stop_compiles stops the background compiles of strict mode's cold runs before the process
+ * exits: queued ones are dropped, running ones finish. Later ops compile in the foreground. */
+void ttpu_stop_compiles(void);
+
 /* Compiled programs (torch.compile(backend="tpu")). A capture records one graph, run once on its
  * real inputs by the caller between ttpu_capture_begin and ttpu_capture_end, into one program whose
  * parameters are the inputs by position. Programs are named by integer handles. */

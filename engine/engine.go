@@ -89,6 +89,9 @@ type Engine struct {
 	sites          map[string][]*progSig // programs compiled per call site (recompile.go)
 	lastReason     string                // the explanation of the latest new program
 	logs           logTopics             // TORCHTPU_LOG topics
+	cp             *compilePool          // background compiles of one-op programs (compile_pool.go), started on first use
+	noColdRuns     bool                  // TORCHTPU_COLD_RUNS=0: strict mode compiles every cold op in the foreground
+	preloaded      string                // the program startColdRun loaded from a persistent tier for the flush that follows
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.
@@ -119,6 +122,7 @@ func New() *Engine {
 	e.noFusedPath = os.Getenv("TORCHTPU_FUSED_FAST_PATH") == "0"
 	e.noPhaseCut = os.Getenv("TORCHTPU_BACKWARD_CUT") == "0"
 	e.noStepTape = os.Getenv("TORCHTPU_STEP_REPLAY") == "0"
+	e.noColdRuns = os.Getenv("TORCHTPU_COLD_RUNS") == "0"
 	e.padOn, e.padMin = padSettings()
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
@@ -304,7 +308,7 @@ func (e *Engine) MarkStep() error {
 func (e *Engine) AutogradBoundary(backward bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.mode != ModeFused || e.noPhaseCut || e.capture != nil || e.ready() != nil {
+	if e.mode != ModeFused && !e.inColdRun() || e.noPhaseCut || e.capture != nil || e.ready() != nil {
 		return nil // a capture (torch.compile) keeps its ops in one program
 	}
 	e.why = whyBackward

@@ -54,6 +54,10 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 	if err := e.prepare(args, device); err != nil {
 		return nil, err
 	}
+	e.harvest()
+	if err := e.cutColdRun(entry.Rule); err != nil {
+		return nil, err
+	}
 	s := e.stepSegment()
 	if s != nil {
 		var done bool
@@ -66,6 +70,7 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 	if m.mode != planNone {
 		if outs, p, ok, err := e.replay(m, args); ok {
 			if err == nil && m.mode == planFused {
+				e.soloPlan(op, m, args, p)
 				if s != nil {
 					e.noteTapeOp(s, p, args, outs, n0)
 				}
@@ -98,6 +103,9 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		p = e.learn(m, args, outs)
 		if p != nil && len(c.Ranges) > 0 {
 			p.ranged = true // a pasted plan would not keep the ranges; a step tape does
+		}
+		if m.mode == planFused {
+			e.soloPlan(op, m, args, p)
 		}
 	}
 	if s != nil {
@@ -157,6 +165,9 @@ func (e *Engine) startPlan(op string, r *dispatch.Rule, args []dispatch.Arg) *pl
 		m.mode = planNone
 	}
 	m.sig = sig
+	if m.mode == planFused && e.inColdRun() {
+		e.markCold(m, op, args)
+	}
 	return m
 }
 
@@ -318,12 +329,15 @@ func (e *Engine) recorded(op string) error {
 	if len(e.d.g.first) < maxFirstOps {
 		e.d.g.first = append(e.d.g.first, op)
 	}
-	if e.capturing() || (e.mode == ModeFused && e.d.g.ops < e.fused) {
+	if e.capturing() || (e.mode == ModeFused || e.inColdRun()) && e.d.g.ops < e.fused {
 		return nil
 	}
 	e.lastProg = ""
+	if e.mode == ModeStrict && !e.d.g.cold && e.startColdRun() {
+		return nil
+	}
 	e.why = whyEagerOp
-	if e.mode == ModeFused {
+	if e.mode == ModeFused || e.inColdRun() {
 		e.why = whySizeCap
 	}
 	return e.flush()

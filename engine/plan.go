@@ -97,6 +97,8 @@ func (e *Engine) planFor(r *dispatch.Rule) planMode {
 	switch {
 	case e.mode == ModeStrict && g.ops == 0 && len(g.params) == 0 && len(g.pending) == 0:
 		return planStrict
+	case e.mode == ModeStrict && g.cold && !e.noFusedPath:
+		return planFused // a cold run records as fused mode does (cold_run.go)
 	case e.mode == ModeFused && !e.noFusedPath:
 		return planFused
 	}
@@ -116,6 +118,25 @@ var sigSeed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 // check for it). ok is false when the op cannot be
 // planned.
 func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig hlo.Hash, ok bool) {
+	kind := sigStrict
+	if pending {
+		kind = sigFused
+	}
+	return e.signature(op, args, kind)
+}
+
+// sigKind says which fast path a signature is for.
+type sigKind uint8
+
+const (
+	sigStrict sigKind = iota // the strict fast path: every storage holds a buffer
+	sigFused                 // the fused fast path: a storage's state is a part of it
+	sigSolo                  // the strict signature the op will have once its pending storages hold buffers (cold_run.go)
+)
+
+// signature is opSignature for the given kind.
+func (e *Engine) signature(op string, args []dispatch.Arg, kind sigKind) (sig hlo.Hash, ok bool) {
+	pending := kind == sigFused
 	w := sigWriter{buf: e.sigBuf[:0]}
 	w.bytes(op)
 	if pending { // the two fast paths share a table
@@ -137,7 +158,7 @@ func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig 
 		w.u(uint64(len(a.Handles)))
 		for _, h := range a.Handles {
 			t := h.(*TensorDesc)
-			if !e.sigTensor(&w, t, pending) {
+			if !e.sigTensor(&w, t, kind) {
 				return hlo.Hash{}, false
 			}
 			if t.CPU || t.Addr == 0 {
@@ -163,7 +184,8 @@ func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig 
 // sigTensor writes tensor argument t into a signature: its view, its host
 // bytes, and its storage's shape, state and known range. It reports false
 // when the op cannot be planned.
-func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, pending bool) bool {
+func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, kind sigKind) bool {
+	pending := kind == sigFused
 	w.u(uint64(t.Offset))
 	w.u(uint64(t.DType))
 	w.i64s(t.Sizes)
@@ -185,7 +207,12 @@ func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, pending bool) bool {
 		return true
 	}
 	st, found := e.storages[t.Addr]
-	if !found || st.pad != nil || (!pending && (!st.shaped || st.buf == nil || st.pending != nil)) {
+	switch {
+	case !found || st.pad != nil:
+		return false
+	case kind == sigStrict && (!st.shaped || st.buf == nil || st.pending != nil):
+		return false
+	case kind == sigSolo && (!st.shaped || st.buf == nil && st.pending == nil):
 		return false
 	}
 	w.u(uint64(st.nbytes))

@@ -14,6 +14,7 @@ _SIGNATURES = {
     "ttpu_init": (_i32, [_c_char_p, _i32, _c_char_p, _i64]),
     "ttpu_device_count": (_i32, []),
     "ttpu_synchronize": (_i32, [_c_char_p, _i64]),
+    "ttpu_stop_compiles": (None, []),
     "ttpu_set_mode": (_i32, [_c_char_p, _c_char_p, _i64]),
     "ttpu_get_mode": (None, [_c_char_p, _i64]),
     "ttpu_metrics_json": (_i64, [_c_char_p, _i64]),
