@@ -22,6 +22,25 @@ import (
 // and run op by op as before; an op whose program is still compiling waits
 // for it. TORCHTPU_COLD_RUNS=0 compiles every cold op in the foreground.
 
+// coldRun is one cold run: the keys of the one-op programs handed to the
+// pool while it recorded. Its first op's strict plan keeps it: while one of
+// them still compiles, a later call of that op records the same run again
+// (rerun) and launches the run's program, which the in-memory tier holds,
+// instead of waiting for them.
+type coldRun struct {
+	keys []string
+}
+
+// pending reports whether one of r's programs still compiles.
+func (e *Engine) pending(r *coldRun) bool {
+	for _, k := range r.keys {
+		if e.compiling(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // coldMark is what planning an op of a cold run keeps from before its rule:
 // its strict signature to be and its argument storages' dtypes and shapes.
 type coldMark struct {
@@ -42,7 +61,7 @@ func (e *Engine) coldRunsOn() bool {
 
 // inColdRun reports whether the device's graph is a cold run.
 func (e *Engine) inColdRun() bool {
-	return e.mode == ModeStrict && e.d.g.cold
+	return e.mode == ModeStrict && e.d.g.cold != nil
 }
 
 // cutColdRun launches the cold run before an op that must run on a graph of
@@ -63,8 +82,15 @@ func (e *Engine) cutColdRun(r *dispatch.Rule) error {
 // flush that follows.
 func (e *Engine) startColdRun() bool {
 	g := e.d.g
+	rerun := e.rerun
+	e.rerun = nil
 	if !e.coldRunsOn() || g.ops != 1 || len(g.extra) > 0 {
 		return false
+	}
+	if rerun != nil {
+		g.cold = rerun
+		e.m.ColdRuns++
+		return true
 	}
 	var outs []*hlo.Value
 	var dst []*Storage
@@ -89,10 +115,21 @@ func (e *Engine) startColdRun() bool {
 		e.preloaded = skey
 		return false
 	}
+	g.cold = &coldRun{}
 	e.submit(skey, text, used, len(aliases), sum, e.fl)
-	g.cold = true
 	e.m.ColdRuns++
 	e.lastProg = skey
+	return true
+}
+
+// rerunFor reports whether strict plan p, about to be replayed on an empty
+// graph, should instead record its cold run again because one of the run's
+// programs still compiles; it then notes the run for startColdRun.
+func (e *Engine) rerunFor(p *plan) bool {
+	if p == nil || p.run == nil || !e.coldRunsOn() || !e.pending(p.run) {
+		return false
+	}
+	e.rerun = p.run
 	return true
 }
 
@@ -123,7 +160,10 @@ func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan) 
 	if c == nil || !c.ok || p == nil || p.uploads || p.frag == nil {
 		return
 	}
-	if _, known := e.d.plans[c.sig]; known {
+	if known, ok := e.d.plans[c.sig]; ok {
+		if known != nil && e.compiling(known.key) {
+			e.d.g.cold.keys = append(e.d.g.cold.keys, known.key)
+		}
 		return
 	}
 	written := map[uint64]bool{}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"torchtpu/hlo"
@@ -44,11 +45,12 @@ type compilePool struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	stopped  bool
+	busy     atomic.Int32 // foreground compiles running: workers start no job meanwhile
 }
 
 // compileWorkers returns how many goroutines compile in the background:
-// TORCHTPU_COMPILE_WORKERS, or all cores but one (at least one), so that the
-// thread recording ops keeps a core.
+// TORCHTPU_COMPILE_WORKERS, or one per core (at most 4): workers run at the
+// lowest priority, so the thread recording ops keeps its core.
 func compileWorkers() int {
 	if s := os.Getenv("TORCHTPU_COMPILE_WORKERS"); s != "" {
 		if n, err := strconv.Atoi(s); err == nil && n > 0 {
@@ -56,7 +58,7 @@ func compileWorkers() int {
 		}
 		fmt.Fprintf(os.Stderr, "torchtpu: warning: TORCHTPU_COMPILE_WORKERS=%q is not a positive number; using the default\n", s)
 	}
-	return max(1, min(4, runtime.NumCPU()-1))
+	return max(1, min(4, runtime.NumCPU()))
 }
 
 // pool returns the engine's compile pool, starting it on first use.
@@ -77,6 +79,10 @@ func (e *Engine) pool() *compilePool {
 // is dropped (its done channel closes with no executable).
 func (e *Engine) compileWorker(p *compilePool) {
 	defer p.wg.Done()
+	// The worker keeps a thread of its own at the lowest priority, so that
+	// its compiles use the cores the thread recording ops leaves idle.
+	runtime.LockOSThread()
+	lowerPriority()
 	for {
 		select {
 		case <-p.stop:
@@ -87,6 +93,9 @@ func (e *Engine) compileWorker(p *compilePool) {
 				close(j.done)
 				return
 			default:
+			}
+			for p.busy.Load() > 0 && !p.stopping() {
+				time.Sleep(2 * time.Millisecond) // the critical path compiles: leave it the cores
 			}
 			j.start = time.Now()
 			j.exe, j.err = e.client.Compile(j.text, j.options)
@@ -115,6 +124,9 @@ func (e *Engine) submit(skey, text string, used []int, donated int, sum *hlo.Sum
 		donated: donated, sum: sum, fl: fl, queued: time.Now(), done: make(chan struct{})}
 	e.dumpModule(j.key, text)
 	p.inflight[skey] = j
+	if r := e.d.g.cold; r != nil {
+		r.keys = append(r.keys, skey)
+	}
 	e.m.BackgroundCompiles++
 	p.jobs <- j
 }
@@ -212,4 +224,25 @@ func (e *Engine) StopCompiles() {
 			return
 		}
 	}
+}
+
+// stopping reports whether the pool has been told to stop.
+func (p *compilePool) stopping() bool {
+	select {
+	case <-p.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// foreground marks a compile on the critical path until the returned
+// function is called: workers start no job meanwhile (the cores may be
+// hyperthreads of one core, where even the lowest priority slows it).
+func (e *Engine) foreground() func() {
+	if e.cp == nil {
+		return func() {}
+	}
+	e.cp.busy.Add(1)
+	return func() { e.cp.busy.Add(-1) }
 }

@@ -92,6 +92,7 @@ type Engine struct {
 	cp             *compilePool          // background compiles of one-op programs (compile_pool.go), started on first use
 	noColdRuns     bool                  // TORCHTPU_COLD_RUNS=0: strict mode compiles every cold op in the foreground
 	preloaded      string                // the program startColdRun loaded from a persistent tier for the flush that follows
+	rerun          *coldRun              // the cold run the op being recorded starts again (cold_run.go)
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.

@@ -290,7 +290,9 @@ func (e *Engine) compileWith(text string, options []byte, sum *hlo.Summary) (*pj
 	e.dumpModule(key, text)
 	slow := e.slowCompileNotice(key)
 	e.lastOptions = options
+	done := e.foreground()
 	exe, err := e.client.Compile(text, options)
+	done()
 	slow.Stop()
 	if err != nil {
 		if os.Getenv("TORCHTPU_DUMP_FAILED") != "" {

@@ -20,7 +20,7 @@ type graph struct {
 	extra   []*hlo.Value   // values wanted as extra outputs (reads to host)
 	ops     int
 	first   []string // the first ops recorded, for messages (events.go)
-	cold    bool     // strict mode: the graph is a cold run (cold_run.go)
+	cold    *coldRun // strict mode: the cold run the graph is, if it is one (cold_run.go)
 }
 
 func newGraph() *graph {

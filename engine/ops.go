@@ -55,6 +55,7 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		return nil, err
 	}
 	e.harvest()
+	e.rerun = nil
 	if err := e.cutColdRun(entry.Rule); err != nil {
 		return nil, err
 	}
@@ -182,6 +183,9 @@ func (e *Engine) replay(m *planMark, args []dispatch.Arg) (outs []OutTensor, p *
 		m.mode = planNone
 		return nil, nil, false, nil
 	case !known:
+		return nil, nil, false, nil
+	case m.mode == planStrict && e.rerunFor(p):
+		m.mode = planNone // the op records its cold run again (cold_run.go)
 		return nil, nil, false, nil
 	case m.mode == planStrict:
 		outs, ok, err = e.replayStrict(p, args)
@@ -314,7 +318,7 @@ func (e *Engine) keepPlan(m *planMark, p *plan) {
 		e.d.plans.put(m.sig, p)
 	case planStrict:
 		if p != nil && e.lastProg != "" {
-			p.key = e.lastProg
+			p.key, p.run = e.lastProg, e.d.g.cold
 			e.d.plans.put(m.sig, p)
 		}
 	}
@@ -333,7 +337,7 @@ func (e *Engine) recorded(op string) error {
 		return nil
 	}
 	e.lastProg = ""
-	if e.mode == ModeStrict && !e.d.g.cold && e.startColdRun() {
+	if e.mode == ModeStrict && e.d.g.cold == nil && e.startColdRun() {
 		return nil
 	}
 	e.why = whyEagerOp

@@ -44,6 +44,7 @@ type plan struct {
 	writes  []planWrite   // the storages the op gives values, in order
 	results []OutTensor   // functional results (shape and dtype; addresses are new each call)
 	key     string        // strict mode: the program's key in e.cache
+	run     *coldRun      // strict mode: the cold run the op started, if it started one (cold_run.go)
 	frag    *hlo.Fragment // fused mode: the recorded ops
 	refs    []hlo.Ref     // fused mode: the fragment value of each write
 	uploads bool          // fused mode: a source is a one-off upload, so only a step tape may hold the plan
@@ -97,7 +98,7 @@ func (e *Engine) planFor(r *dispatch.Rule) planMode {
 	switch {
 	case e.mode == ModeStrict && g.ops == 0 && len(g.params) == 0 && len(g.pending) == 0:
 		return planStrict
-	case e.mode == ModeStrict && g.cold && !e.noFusedPath:
+	case e.mode == ModeStrict && g.cold != nil && !e.noFusedPath:
 		return planFused // a cold run records as fused mode does (cold_run.go)
 	case e.mode == ModeFused && !e.noFusedPath:
 		return planFused
