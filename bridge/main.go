@@ -296,6 +296,11 @@ func ttpu_mark_forked() { eng.MarkForked() }
 //export ttpu_stop_compiles
 func ttpu_stop_compiles() { eng.StopCompiles() }
 
+//export ttpu_await_compiles
+func ttpu_await_compiles(err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, eng.AwaitCompiles)
+}
+
 //export ttpu_all_reduce_devices
 func ttpu_all_reduce_devices(addrs *C.uint64_t, n C.int32_t, op *C.char, err *C.char, errlen C.int64_t) C.ttpu_status {
 	return guard(err, errlen, func() error {

@@ -245,8 +245,13 @@ int64_t ttpu_memory_allocated(void);
 void ttpu_mark_forked(void);
 
 /* ttpu_stop_compiles stops the background compiles of strict mode's cold runs before the process
- * exits: queued ones are dropped, running ones finish. Later ops compile in the foreground. */
+ * exits: with a persistent compile cache on, queued ones still compile (the next process finds them),
+ * else they are dropped; running ones finish. Later ops compile in the foreground. */
 void ttpu_stop_compiles(void);
+
+/* ttpu_await_compiles waits until every background compile has finished and is counted in the
+ * metrics; it fails with the first compile error. */
+ttpu_status ttpu_await_compiles(char* err, int64_t errlen);
 
 /* Compiled programs (torch.compile(backend="tpu")). A capture records one graph, run once on its
  * real inputs by the caller between ttpu_capture_begin and ttpu_capture_end, into one program whose

@@ -198,16 +198,41 @@ func (e *Engine) harvestJob(j *compileJob) {
 	e.cache.Put(j.skey, &program{exe: j.exe, used: j.used, donated: j.donated})
 }
 
-// StopCompiles stops the compile pool: queued jobs are dropped and running
-// ones finish (the process is about to exit; a program that is not written
-// is compiled again by the next process). Ops after it compile in the
-// foreground.
+// AwaitCompiles waits until every program handed to the pool has compiled,
+// and takes them into the in-memory tier and the metrics.
+func (e *Engine) AwaitCompiles() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cp == nil {
+		return nil
+	}
+	var first error
+	for len(e.cp.inflight) > 0 {
+		for skey := range e.cp.inflight {
+			if err := e.awaitProgram(skey); err != nil && first == nil {
+				first = err
+			}
+			break
+		}
+	}
+	return first
+}
+
+// StopCompiles stops the compile pool before the process exits. With a
+// persistent tier on, queued jobs still compile, so that the next process
+// finds every program; without one they are dropped. Running ones finish.
+// Ops after it compile in the foreground.
 func (e *Engine) StopCompiles() {
 	e.mu.Lock()
 	p := e.cp
 	if p == nil || p.stopped {
 		e.mu.Unlock()
 		return
+	}
+	if e.tiers != nil {
+		e.mu.Unlock()
+		e.AwaitCompiles()
+		e.mu.Lock()
 	}
 	p.stopped = true
 	close(p.stop)

@@ -61,6 +61,7 @@ func newMetrics() Metrics {
 func (e *Engine) MetricsJSON() []byte {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.harvest() // background compiles that have finished count
 	m := e.m
 	m.LiveStorages, m.MemoryBytes, m.Mode = e.live, e.liveB, e.mode.String()
 	m.DeviceSeconds = float64(e.tr.devNanos.Load()) / 1e9
