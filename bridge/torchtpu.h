@@ -249,6 +249,10 @@ void ttpu_mark_forked(void);
  * else they are dropped; running ones finish. Later ops compile in the foreground. */
 void ttpu_stop_compiles(void);
 
+/* ttpu_set_cold_runs turns strict mode's cold runs on (on != 0) or off and stores in *was whether
+ * they were on; turning them off launches a pending run. */
+ttpu_status ttpu_set_cold_runs(int32_t on, int32_t* was, char* err, int64_t errlen);
+
 /* ttpu_await_compiles waits until every background compile has finished and is counted in the
  * metrics; it fails with the first compile error. */
 ttpu_status ttpu_await_compiles(char* err, int64_t errlen);

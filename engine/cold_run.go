@@ -54,6 +54,23 @@ type storageShape struct {
 	shape []int64
 }
 
+// SetColdRuns turns cold runs on or off (TORCHTPU_COLD_RUNS sets the
+// start) and returns whether they were on. Turning them off launches a
+// pending run; programs already handed to the pool still compile.
+func (e *Engine) SetColdRuns(on bool) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	was := !e.noColdRuns
+	if was && !on && e.client != nil {
+		e.why = whyModeSwitch
+		if err := e.flushAll(); err != nil {
+			return was, err
+		}
+	}
+	e.noColdRuns = !on
+	return was, nil
+}
+
 // coldRunsOn reports whether a cold op in strict mode may start a cold run.
 func (e *Engine) coldRunsOn() bool {
 	return e.mode == ModeStrict && !e.noColdRuns && !e.capturing() && (e.cp == nil || !e.cp.stopped)

@@ -16,6 +16,7 @@ _SIGNATURES = {
     "ttpu_synchronize": (_i32, [_c_char_p, _i64]),
     "ttpu_stop_compiles": (None, []),
     "ttpu_await_compiles": (_i32, [_c_char_p, _i64]),
+    "ttpu_set_cold_runs": (_i32, [_i32, ctypes.POINTER(_i32), _c_char_p, _i64]),
     "ttpu_set_mode": (_i32, [_c_char_p, _c_char_p, _i64]),
     "ttpu_get_mode": (None, [_c_char_p, _i64]),
     "ttpu_metrics_json": (_i64, [_c_char_p, _i64]),
