@@ -123,7 +123,6 @@ func New() *Engine {
 	e.noFusedPath = os.Getenv("TORCHTPU_FUSED_FAST_PATH") == "0"
 	e.noPhaseCut = os.Getenv("TORCHTPU_BACKWARD_CUT") == "0"
 	e.noStepTape = os.Getenv("TORCHTPU_STEP_REPLAY") == "0"
-	e.noColdRuns = os.Getenv("TORCHTPU_COLD_RUNS") == "0"
 	e.padOn, e.padMin = padSettings()
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
@@ -165,6 +164,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 	}
 	e.pluginID = e.pluginIdentity()
 	e.checkNeeds = os.Getenv("TORCHTPU_CHECK_NEEDS") == "1"
+	e.noColdRuns = os.Getenv("TORCHTPU_COLD_RUNS") == "0"
 	e.tiers = compile_cache.OpenTiers(compile_cache.DirFromEnv(os.LookupEnv), os.Getenv("TORCHTPU_CACHE_URL"))
 	return nil
 }
