@@ -121,8 +121,13 @@ func (e *Engine) startColdRun() bool {
 	}
 	aliases := e.donations(g, dst, outs)
 	skey := structuralKey(g.b.Key(outs, aliases))
-	if _, ok := e.cache.Peek(skey); ok || e.compiling(skey) {
+	if _, ok := e.cache.Peek(skey); ok {
 		return false
+	}
+	if e.compiling(skey) { // an op without a plan whose program the pool compiles: run, do not wait
+		g.cold = &coldRun{keys: []string{skey}}
+		e.m.ColdRuns++
+		return true
 	}
 	text, used := g.b.ModuleAliased(outs, aliases)
 	sum := g.b.Summarize(outs)
@@ -141,13 +146,28 @@ func (e *Engine) startColdRun() bool {
 
 // rerunFor reports whether strict plan p, about to be replayed on an empty
 // graph, should instead record its cold run again because one of the run's
-// programs still compiles; it then notes the run for startColdRun.
+// programs still compiles; it then notes the run for startColdRun. A plan
+// whose own program compiles and that started no run starts one: the ops
+// after it record with it, every call alike, until the programs are done.
 func (e *Engine) rerunFor(p *plan) bool {
-	if p == nil || p.run == nil || !e.coldRunsOn() || !e.pending(p.run) {
+	if p == nil || !e.coldRunsOn() {
+		return false
+	}
+	if p.run == nil && e.compiling(p.key) {
+		p.run = &coldRun{keys: []string{p.key}} // the op starts a run of its own from now on
+	}
+	if p.run == nil || !e.pending(p.run) {
 		return false
 	}
 	e.rerun = p.run
 	return true
+}
+
+// add adds key to the programs r waits for.
+func (r *coldRun) add(key string) {
+	if !slices.Contains(r.keys, key) {
+		r.keys = append(r.keys, key)
+	}
 }
 
 // markCold notes, for an op about to record into a cold run, its strict
@@ -179,7 +199,7 @@ func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan) 
 	}
 	if known, ok := e.d.plans[c.sig]; ok {
 		if known != nil && e.compiling(known.key) {
-			e.d.g.cold.keys = append(e.d.g.cold.keys, known.key)
+			e.d.g.cold.add(known.key)
 		}
 		return
 	}

@@ -125,7 +125,7 @@ func (e *Engine) submit(skey, text string, used []int, donated int, sum *hlo.Sum
 	e.dumpModule(j.key, text)
 	p.inflight[skey] = j
 	if r := e.d.g.cold; r != nil {
-		r.keys = append(r.keys, skey)
+		r.add(skey)
 	}
 	e.m.BackgroundCompiles++
 	p.jobs <- j
