@@ -144,3 +144,55 @@ func TestColdRunErrorAtTheOp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPlannedOpWhoseProgramCompilesRunsWithoutWaiting checks an op of an
+// earlier run called again on an empty graph while the pool still compiles
+// its one-op program: it records a run of its own instead of waiting, and
+// replays its program once the pool is done.
+func TestPlannedOpWhoseProgramCompilesRunsWithoutWaiting(t *testing.T) {
+	e := newTestEngine(t, ModeStrict)
+	e.noColdRuns = false
+	e.pool().busy.Add(1) // hold the workers
+	shape := []int64{3, 3}
+	got, want := coldChain(t, e, shape) // mul.Tensor(a, x) gets its strict plan inside the run
+	sameValues(t, "cold run", got, want)
+
+	mulAlone := func() {
+		t.Helper()
+		a, av := storageOf(t, e, shape)
+		x, xv := storageOf(t, e, shape)
+		da := &TensorDesc{Addr: a, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}
+		dx := &TensorDesc{Addr: x, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}
+		outs, err := e.Op("aten::mul.Tensor", []dispatch.Arg{tensorArg(da), tensorArg(dx)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 4*numel(shape))
+		if err := e.ToHost(&TensorDesc{Addr: outs[0].Addr, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}, buf); err != nil {
+			t.Fatal(err)
+		}
+		var w []float32
+		for i := range av {
+			w = append(w, av[i]*xv[i])
+		}
+		sameValues(t, "mul alone", f32s(buf), w)
+		e.Free(a)
+		e.Free(x)
+		e.Free(outs[0].Addr)
+	}
+	runs := e.m.ColdRuns
+	mulAlone()
+	if e.m.ColdRuns != runs+1 || e.m.CompileWaits != 0 {
+		t.Fatalf("mul while its program compiles: runs %d (was %d), waits %d; want a run and no wait", e.m.ColdRuns, runs, e.m.CompileWaits)
+	}
+	e.cp.busy.Add(-1)
+	if err := e.AwaitCompiles(); err != nil {
+		t.Fatal(err)
+	}
+	hits, compiled := e.m.FastPathHits, e.m.GraphsCompiled
+	mulAlone()
+	if e.m.FastPathHits != hits+1 || e.m.GraphsCompiled != compiled || e.m.ColdRuns != runs+1 {
+		t.Fatalf("mul after the pool: fast path hits %d (was %d), compiled %d (was %d), runs %d; want a hit, no compile, no run",
+			e.m.FastPathHits, hits, e.m.GraphsCompiled, compiled, e.m.ColdRuns)
+	}
+}

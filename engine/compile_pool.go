@@ -31,11 +31,20 @@ type compileJob struct {
 	sum     *hlo.Summary // what a recompile is explained by
 	fl      flushCtx     // the op it was made for, for messages and events
 
+	state              atomic.Int32 // jobQueued, jobRunning or jobTaken
 	queued, start, end time.Time
 	exe                *pjrt.Executable
 	err                error
 	done               chan struct{} // closed when the job has finished or was dropped
 }
+
+// A job's states: a worker moves a queued job to running; the engine may
+// take a queued job back to compile it itself (takeBack).
+const (
+	jobQueued int32 = iota
+	jobRunning
+	jobTaken
+)
 
 // compilePool runs compile jobs on a few goroutines.
 type compilePool struct {
@@ -90,12 +99,17 @@ func (e *Engine) compileWorker(p *compilePool) {
 		case j := <-p.jobs:
 			select {
 			case <-p.stop:
-				close(j.done)
+				if j.state.CompareAndSwap(jobQueued, jobTaken) {
+					close(j.done)
+				}
 				return
 			default:
 			}
 			for p.busy.Load() > 0 && !p.stopping() {
 				time.Sleep(2 * time.Millisecond) // the critical path compiles: leave it the cores
+			}
+			if !j.state.CompareAndSwap(jobQueued, jobRunning) {
+				continue // the engine took it back and closed done
 			}
 			j.start = time.Now()
 			j.exe, j.err = e.client.Compile(j.text, j.options)
@@ -134,6 +148,23 @@ func (e *Engine) submit(skey, text string, used []int, donated int, sum *hlo.Sum
 // compiling reports whether the pool holds a job for structural key skey.
 func (e *Engine) compiling(skey string) bool {
 	return e.cp != nil && e.cp.inflight[skey] != nil
+}
+
+// takeBack removes the pool's job for skey if no worker has started it,
+// so that the caller compiles the program now instead of waiting behind the
+// queue; it reports whether it did.
+func (e *Engine) takeBack(skey string) bool {
+	if e.cp == nil {
+		return false
+	}
+	j := e.cp.inflight[skey]
+	if j == nil || !j.state.CompareAndSwap(jobQueued, jobTaken) {
+		return false
+	}
+	close(j.done)
+	delete(e.cp.inflight, skey)
+	e.m.BackgroundCompiles--
+	return true
 }
 
 // awaitProgram waits for the pool's job for skey, if any, and harvests it:
@@ -243,7 +274,9 @@ func (e *Engine) StopCompiles() {
 	for {
 		select {
 		case j := <-p.jobs:
-			close(j.done)
+			if j.state.CompareAndSwap(jobQueued, jobTaken) {
+				close(j.done)
+			}
 		default:
 			e.harvest()
 			return

@@ -233,8 +233,10 @@ func (e *Engine) program(b *hlo.Builder, outs []*hlo.Value, aliases map[int]int)
 	}
 	skey := "s:" + hex.EncodeToString(raw[:])
 	e.lastProg = skey
-	if err := e.awaitProgram(skey); err != nil {
-		return nil, err
+	if !e.takeBack(skey) { // a job no worker started is compiled here, now
+		if err := e.awaitProgram(skey); err != nil {
+			return nil, err
+		}
 	}
 	if x, ok := e.cache.Get(skey); ok {
 		if e.preloaded == skey {

@@ -16,7 +16,7 @@ type Metrics struct {
 	GraphsCompiled     int64            `json:"graphs_compiled"`
 	CompileSeconds     float64          `json:"compile_seconds"`
 	CompilesByReason   map[string]int64 `json:"compiles_by_reason"`   // programs compiled (not loaded from a persistent tier), by recompile reason
-	ColdRuns           int64            `json:"strict_cold_runs"`     // strict mode: runs of ops recorded as one program while their one-op programs compile (cold_run.go)
+	ColdRuns           int64            `json:"strict_cold_runs"`     // strict mode: runs of ops recorded as one program, first or again, while their one-op programs compile (cold_run.go)
 	BackgroundCompiles int64            `json:"background_compiles"`  // one-op programs handed to the compile pool (compile_pool.go)
 	CompileWaits       int64            `json:"compile_waits"`        // ops that waited for a background compile
 	CompileWaitSeconds float64          `json:"compile_wait_seconds"` // the time they waited
