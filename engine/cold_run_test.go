@@ -1,11 +1,16 @@
 package engine
 
 import (
+	"os"
 	"strings"
 	"testing"
 
 	"torchtpu/dispatch"
 )
+
+// The engine tests count programs and launches op by op in strict mode, so
+// engines start with cold runs off; the tests below turn them on.
+func init() { os.Setenv("TORCHTPU_COLD_RUNS", "0") }
 
 // coldChain runs c = (x+x)*x - (x+x) in strict mode on a new storage of
 // shape holding 0, 1, 2, ... and returns c's values; want holds 2i²-2i.
