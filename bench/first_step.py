@@ -10,7 +10,8 @@ over --rounds process pairs.
 
 --variants compares environments in one run, the variants taking turns each
 round (in reverse order every other round), e.g. --variants "fast:;off:TORCHTPU_FAST_COMPILE=0" (label:NAME=VALUE
-pairs separated by spaces); --cold-only skips the warm processes.
+pairs separated by spaces; the name mode sets that variant's mode, e.g. "fused:mode=fused"); --cold-only skips
+the warm processes.
 
     python bench/first_step.py --mode fused --rounds 3
     python bench/first_step.py --model resnet18 --mode strict --cold-only --variants "fast:;off:TORCHTPU_FAST_COMPILE=0"
@@ -34,9 +35,11 @@ t0 = time.perf_counter()
 torch.tpu.reset_metrics()
 losses, timer, _, _ = train_gpt.train(device="tpu", mode=sys.argv[2], steps=int(sys.argv[3]), log=None, on_step=on_step)
 m = torch.tpu.metrics()
-print(json.dumps({"first_step_s": timer.times[0], "steady_ms": timer.median(skip=3) * 1e3,
+print(json.dumps({"first_step_s": timer.times[0], "second_step_s": timer.times[1], "steady_ms": timer.median(skip=3) * 1e3,
                   "compiled": m["graphs_compiled"], "disk_hits": m["disk_cache_hits"],
-                  "compile_s": m["compile_seconds"], "loss0": losses[0]}))
+                  "compile_s": m["compile_seconds"], "loss0": losses[0], "losses": losses,
+                  "cold_runs": m.get("strict_cold_runs", 0), "background": m.get("background_compiles", 0),
+                  "waits": m.get("compile_waits", 0)}))
 """
 
 RESNET_CHILD = r"""
@@ -60,13 +63,17 @@ for _ in range(int(sys.argv[3])):
     times.append(time.perf_counter() - t0)
 m = torch.tpu.metrics()
 steady = sorted(times[3:] or times)[len(times[3:] or times) // 2]
-print(json.dumps({"first_step_s": times[0], "steady_ms": steady * 1e3, "compiled": m["graphs_compiled"],
-                  "disk_hits": m["disk_cache_hits"], "compile_s": m["compile_seconds"], "loss0": losses[0]}))
+print(json.dumps({"first_step_s": times[0], "second_step_s": times[1], "steady_ms": steady * 1e3,
+                  "compiled": m["graphs_compiled"], "disk_hits": m["disk_cache_hits"], "compile_s": m["compile_seconds"],
+                  "loss0": losses[0], "losses": losses, "cold_runs": m.get("strict_cold_runs", 0),
+                  "background": m.get("background_compiles", 0), "waits": m.get("compile_waits", 0)}))
 """
 
 
 def run(root, cache, mode, steps, model="gpt", extra=None):
-    env = dict(os.environ, TORCHTPU_CACHE_DIR=cache, **(extra or {}))
+    extra = dict(extra or {})
+    mode = extra.pop("mode", mode)  # a variant may name its own mode ("fused:mode=fused")
+    env = dict(os.environ, TORCHTPU_CACHE_DIR=cache, **extra)
     child = CHILD if model == "gpt" else RESNET_CHILD
     out = subprocess.run([sys.executable, "-c", child, root, mode, str(steps)], env=env, check=True,
                          capture_output=True, text=True, timeout=900)
@@ -93,8 +100,9 @@ def compare(args, root):
                 if not args.cold_only:
                     res[label]["warm"].append(run(root, cache, args.mode, args.steps, args.model, extra))
     print(f"{args.model}, {args.mode} mode, first step, median of {args.rounds} rounds (variants take turns, order flipped each round)")
-    print("| variant | cache | first step (s) | all rounds (s) | programs compiled | compile s | steady step (ms) |")
-    print("|---|---|---:|---|---:|---:|---:|")
+    print("| variant | cache | first step (s) | all rounds (s) | second step (s) | programs compiled | compile s | "
+          "cold runs | background compiles | steady step (ms) |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for label, _ in variants:
         for cache in ("cold", "warm"):
             rs = res[label][cache]
@@ -102,7 +110,9 @@ def compare(args, root):
                 continue
             firsts = [r["first_step_s"] for r in rs]
             print(f"| {label} | {cache} | {statistics.median(firsts):.2f} | {' '.join(f'{f:.2f}' for f in firsts)} | "
+                  f"{statistics.median(r.get('second_step_s', 0) for r in rs):.2f} | "
                   f"{rs[0]['compiled']} | {statistics.median(r['compile_s'] for r in rs):.2f} | "
+                  f"{rs[0].get('cold_runs', 0)} | {rs[0].get('background', 0)} | "
                   f"{statistics.median(r['steady_ms'] for r in rs):.1f} |")
     print(json.dumps(res))
 

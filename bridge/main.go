@@ -293,6 +293,26 @@ func ttpu_memory_allocated() C.int64_t { return C.int64_t(eng.MemoryAllocated())
 //export ttpu_mark_forked
 func ttpu_mark_forked() { eng.MarkForked() }
 
+//export ttpu_stop_compiles
+func ttpu_stop_compiles() { eng.StopCompiles() }
+
+//export ttpu_set_cold_runs
+func ttpu_set_cold_runs(on C.int32_t, was *C.int32_t, err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, func() error {
+		prev, e := eng.SetColdRuns(on != 0)
+		*was = 0
+		if prev {
+			*was = 1
+		}
+		return e
+	})
+}
+
+//export ttpu_await_compiles
+func ttpu_await_compiles(err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, eng.AwaitCompiles)
+}
+
 //export ttpu_all_reduce_devices
 func ttpu_all_reduce_devices(addrs *C.uint64_t, n C.int32_t, op *C.char, err *C.char, errlen C.int64_t) C.ttpu_status {
 	return guard(err, errlen, func() error {

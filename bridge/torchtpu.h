@@ -244,6 +244,19 @@ int64_t ttpu_memory_allocated(void);
 /* ttpu_mark_forked makes every later device call fail (called in a forked child). */
 void ttpu_mark_forked(void);
 
+/* ttpu_stop_compiles stops the background compiles of strict mode's cold runs before the process
+ * exits: with a persistent compile cache on, queued ones still compile (the next process finds them),
+ * else they are dropped; running ones finish. Later ops compile in the foreground. */
+void ttpu_stop_compiles(void);
+
+/* ttpu_set_cold_runs turns strict mode's cold runs on (on != 0) or off and stores in *was whether
+ * they were on; turning them off launches a pending run. */
+ttpu_status ttpu_set_cold_runs(int32_t on, int32_t* was, char* err, int64_t errlen);
+
+/* ttpu_await_compiles waits until every background compile has finished and is counted in the
+ * metrics; it fails with the first compile error. */
+ttpu_status ttpu_await_compiles(char* err, int64_t errlen);
+
 /* Compiled programs (torch.compile(backend="tpu")). A capture records one graph, run once on its
  * real inputs by the caller between ttpu_capture_begin and ttpu_capture_end, into one program whose
  * parameters are the inputs by position. Programs are named by integer handles. */

@@ -43,6 +43,16 @@ func (c *LRU) Get(key string) (Entry, bool) {
 	return nil, false
 }
 
+// Peek reports whether key is cached, without counting or reordering.
+func (c *LRU) Peek(key string) (Entry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		return el.Value.(*item).val, true
+	}
+	return nil, false
+}
+
 // Put stores val under key, evicting (and destroying) the oldest entry when full.
 func (c *LRU) Put(key string, val Entry) {
 	c.mu.Lock()

@@ -91,6 +91,10 @@ type Engine struct {
 	sites          map[string][]*progSig // programs compiled per call site (recompile.go)
 	lastReason     string                // the explanation of the latest new program
 	logs           logTopics             // TORCHTPU_LOG topics
+	cp             *compilePool          // background compiles of one-op programs (compile_pool.go), started on first use
+	noColdRuns     bool                  // TORCHTPU_COLD_RUNS=0: strict mode compiles every cold op in the foreground
+	preloaded      string                // the program startColdRun loaded from a persistent tier for the flush that follows
+	rerun          *coldRun              // the cold run the op being recorded starts again (cold_run.go)
 }
 
 // ErrNoRule reports that an op has no rule and must run on CPU.
@@ -163,6 +167,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 	}
 	e.pluginID = e.pluginIdentity()
 	e.checkNeeds = os.Getenv("TORCHTPU_CHECK_NEEDS") == "1"
+	e.noColdRuns = os.Getenv("TORCHTPU_COLD_RUNS") == "0"
 	e.tiers = compile_cache.OpenTiers(compile_cache.DirFromEnv(os.LookupEnv), os.Getenv("TORCHTPU_CACHE_URL"))
 	return nil
 }
@@ -307,7 +312,7 @@ func (e *Engine) MarkStep() error {
 func (e *Engine) AutogradBoundary(backward bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.mode != ModeFused || e.noPhaseCut || e.capture != nil || e.ready() != nil || e.d.g.programs > 0 {
+	if (e.mode != ModeFused && !e.inColdRun()) || e.noPhaseCut || e.capture != nil || e.ready() != nil || e.d.g.programs > 0 {
 		return nil // a capture (torch.compile) keeps its ops in one program, a compiled step too
 	}
 	e.why = whyBackward

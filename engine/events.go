@@ -24,6 +24,7 @@ const (
 	whyModeSwitch  = "mode switch"     // torch.tpu.set_mode
 	whyHostWrite   = "host write"      // a partial copy from host, outside fused mode
 	whyStorageCopy = "storage copy"    // resize_ moving a storage
+	whyColdCut     = "cold run cut"    // strict mode: an op that cannot join a cold run (cold_run.go)
 )
 
 // maxFirstOps is how many op names a graph keeps for messages.

@@ -234,8 +234,18 @@ func (e *Engine) program(b *hlo.Builder, outs []*hlo.Value, aliases map[int]int)
 	}
 	skey := "s:" + hex.EncodeToString(raw[:])
 	e.lastProg = skey
+	if !e.takeBack(skey) { // a job no worker started is compiled here, now
+		if err := e.awaitProgram(skey); err != nil {
+			return nil, err
+		}
+	}
 	if x, ok := e.cache.Get(skey); ok {
-		e.m.CacheHits++
+		if e.preloaded == skey {
+			e.m.CacheMisses++ // loaded from a persistent tier just before (startColdRun)
+		} else {
+			e.m.CacheHits++
+		}
+		e.preloaded = ""
 		return x.(*program), nil
 	}
 	e.m.CacheMisses++
@@ -275,22 +285,17 @@ func (e *Engine) compileText(text string, sum *hlo.Summary) (*pjrt.Executable, e
 // compileWith is compileText with the given compile options (replicated
 // programs have their own).
 func (e *Engine) compileWith(text string, options []byte, sum *hlo.Summary) (*pjrt.Executable, error) {
-	key := compile_cache.Key(
-		compile_cache.Part{Name: "module", Value: text},
-		compile_cache.Part{Name: "options", Value: string(options)},
-		compile_cache.Part{Name: "plugin", Value: e.pluginID},
-		compile_cache.Part{Name: "version", Value: Version},
-	)
+	key := e.fullKey(text, options)
 	t0 := time.Now()
-	if exe, from := e.loadStored(key); exe != nil {
-		e.noteProgram(key, "loaded from "+from, sum, t0)
-		e.span("load", "load from "+from, t0, TraceEvent{Key: e.lastProg, Ops: e.fl.ops, Reason: e.lastReason})
+	if exe := e.loadProgram(key, sum); exe != nil {
 		return exe, nil
 	}
 	e.dumpModule(key, text)
 	slow := e.slowCompileNotice(key)
 	e.lastOptions = options
+	done := e.foreground()
 	exe, err := e.client.Compile(text, options)
+	done()
 	slow.Stop()
 	if err != nil {
 		if os.Getenv("TORCHTPU_DUMP_FAILED") != "" {
@@ -304,4 +309,28 @@ func (e *Engine) compileWith(text string, options []byte, sum *hlo.Summary) (*pj
 	e.span("compile", "compile", t0, TraceEvent{Key: e.lastProg, Ops: e.fl.ops, Reason: e.lastReason, Detail: e.fl.what()})
 	e.storeCompiled(key, exe)
 	return exe, nil
+}
+
+// fullKey returns the key of module text compiled with options in the
+// persistent tiers: a hash over every named part (DESIGN.md).
+func (e *Engine) fullKey(text string, options []byte) string {
+	return compile_cache.Key(
+		compile_cache.Part{Name: "module", Value: text},
+		compile_cache.Part{Name: "options", Value: string(options)},
+		compile_cache.Part{Name: "plugin", Value: e.pluginID},
+		compile_cache.Part{Name: "version", Value: Version},
+	)
+}
+
+// loadProgram returns the program stored under key in the persistent tiers,
+// or nil, and notes a load in the events and logs.
+func (e *Engine) loadProgram(key string, sum *hlo.Summary) *pjrt.Executable {
+	t0 := time.Now()
+	exe, from := e.loadStored(key)
+	if exe == nil {
+		return nil
+	}
+	e.noteProgram(key, "loaded from "+from, sum, t0)
+	e.span("load", "load from "+from, t0, TraceEvent{Key: e.lastProg, Ops: e.fl.ops, Reason: e.lastReason})
+	return exe
 }

@@ -23,6 +23,7 @@ type graph struct {
 	// programs counts the compiled programs replayed into the graph
 	// (program_defer.go): a graph holding one is not cut at backward boundaries.
 	programs int
+	cold     *coldRun // strict mode: the cold run the graph is, if it is one (cold_run.go)
 }
 
 func newGraph() *graph {

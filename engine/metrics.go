@@ -11,43 +11,47 @@ import (
 
 // Metrics counts what the engine did since the last reset.
 type Metrics struct {
-	OpsRecorded       int64            `json:"ops_recorded"`
-	OpSeconds         float64          `json:"op_seconds"` // host time inside the engine's op entry: rules, recording, replays and any launch an op made
-	GraphsCompiled    int64            `json:"graphs_compiled"`
-	CompileSeconds    float64          `json:"compile_seconds"`
-	CompilesByReason  map[string]int64 `json:"compiles_by_reason"` // programs compiled (not loaded from a persistent tier), by recompile reason
-	CacheHits         int64            `json:"cache_hits"`         // in-memory tier hits (strict fast-path replays included)
-	CacheMisses       int64            `json:"cache_misses"`       // in-memory tier misses: each is loaded from a persistent tier or compiled
-	FastPathHits      int64            `json:"strict_fast_path_hits"`
-	FusedFastPathHits int64            `json:"fused_fast_path_hits"`
-	CompiledDeferred  int64            `json:"compiled_deferred"`     // compiled replays recorded into the pending graph (program_defer.go)
-	StepReplays       int64            `json:"step_replays"`          // fused segments launched from a step tape, nothing recorded (step_replay.go)
-	StepReplayOps     int64            `json:"step_replay_ops"`       // ops those segments matched by key alone: no rule, no recording
-	StepReplayReruns  int64            `json:"step_replay_reruns"`    // ops whose numbers or seeds changed: the rule ran, its program stayed the tape's
-	StepReplayDeparts int64            `json:"step_replay_fallbacks"` // replays that left their tape and recorded from the differing op on
-	DiskHits          int64            `json:"disk_cache_hits"`
-	DiskMisses        int64            `json:"disk_cache_misses"`
-	RemoteHits        int64            `json:"remote_cache_hits"`
-	RemoteMisses      int64            `json:"remote_cache_misses"`
-	LoadSeconds       float64          `json:"cache_load_seconds"`     // time asking the persistent tiers and loading what they held
-	Tiers             []string         `json:"persistent_cache_tiers"` // the persistent tiers that are on: "disk", "remote"
-	Executions        int64            `json:"executions"`
-	LaunchSeconds     float64          `json:"execute_launch_seconds"` // host time spent launching
-	DeviceSeconds     float64          `json:"execute_device_seconds"` // device time of executions run while a trace was active
-	Flushes           map[string]int64 `json:"flushes_by_reason"`
-	DonatedBuffers    int64            `json:"donated_buffers"`
-	H2DBytes          int64            `json:"host_to_device_bytes"`
-	D2HBytes          int64            `json:"device_to_host_bytes"`
-	H2DTransfers      int64            `json:"host_to_device_transfers"`
-	D2HTransfers      int64            `json:"device_to_host_transfers"`
-	Fallbacks         map[string]int64 `json:"cpu_fallbacks"`
-	PeakBytes         int64            `json:"peak_memory_allocated"`
-	LiveStorages      int64            `json:"live_storages"`
-	MemoryBytes       int64            `json:"memory_allocated"`
-	Mode              string           `json:"mode"`
-	HostCacheFree     int64            `json:"host_cache_free_bytes"` // freed plugin blocks kept for reuse (hostcache.go)
-	HostCacheHits     int64            `json:"host_cache_hits"`       // plugin allocations served from them
-	HostCacheMisses   int64            `json:"host_cache_misses"`     // plugin allocations newly mapped
+	OpsRecorded        int64            `json:"ops_recorded"`
+	OpSeconds          float64          `json:"op_seconds"` // host time inside the engine's op entry: rules, recording, replays and any launch an op made
+	GraphsCompiled     int64            `json:"graphs_compiled"`
+	CompileSeconds     float64          `json:"compile_seconds"`
+	CompilesByReason   map[string]int64 `json:"compiles_by_reason"`   // programs compiled (not loaded from a persistent tier), by recompile reason
+	ColdRuns           int64            `json:"strict_cold_runs"`     // strict mode: runs of ops recorded as one program, first or again, while their one-op programs compile (cold_run.go)
+	BackgroundCompiles int64            `json:"background_compiles"`  // one-op programs handed to the compile pool (compile_pool.go)
+	CompileWaits       int64            `json:"compile_waits"`        // ops that waited for a background compile
+	CompileWaitSeconds float64          `json:"compile_wait_seconds"` // the time they waited
+	CacheHits          int64            `json:"cache_hits"`           // in-memory tier hits (strict fast-path replays included)
+	CacheMisses        int64            `json:"cache_misses"`         // in-memory tier misses: each is loaded from a persistent tier or compiled
+	FastPathHits       int64            `json:"strict_fast_path_hits"`
+	FusedFastPathHits  int64            `json:"fused_fast_path_hits"`
+	CompiledDeferred   int64            `json:"compiled_deferred"`     // compiled replays recorded into the pending graph (program_defer.go)
+	StepReplays        int64            `json:"step_replays"`          // fused segments launched from a step tape, nothing recorded (step_replay.go)
+	StepReplayOps      int64            `json:"step_replay_ops"`       // ops those segments matched by key alone: no rule, no recording
+	StepReplayReruns   int64            `json:"step_replay_reruns"`    // ops whose numbers or seeds changed: the rule ran, its program stayed the tape's
+	StepReplayDeparts  int64            `json:"step_replay_fallbacks"` // replays that left their tape and recorded from the differing op on
+	DiskHits           int64            `json:"disk_cache_hits"`
+	DiskMisses         int64            `json:"disk_cache_misses"`
+	RemoteHits         int64            `json:"remote_cache_hits"`
+	RemoteMisses       int64            `json:"remote_cache_misses"`
+	LoadSeconds        float64          `json:"cache_load_seconds"`     // time asking the persistent tiers and loading what they held
+	Tiers              []string         `json:"persistent_cache_tiers"` // the persistent tiers that are on: "disk", "remote"
+	Executions         int64            `json:"executions"`
+	LaunchSeconds      float64          `json:"execute_launch_seconds"` // host time spent launching
+	DeviceSeconds      float64          `json:"execute_device_seconds"` // device time of executions run while a trace was active
+	Flushes            map[string]int64 `json:"flushes_by_reason"`
+	DonatedBuffers     int64            `json:"donated_buffers"`
+	H2DBytes           int64            `json:"host_to_device_bytes"`
+	D2HBytes           int64            `json:"device_to_host_bytes"`
+	H2DTransfers       int64            `json:"host_to_device_transfers"`
+	D2HTransfers       int64            `json:"device_to_host_transfers"`
+	Fallbacks          map[string]int64 `json:"cpu_fallbacks"`
+	PeakBytes          int64            `json:"peak_memory_allocated"`
+	LiveStorages       int64            `json:"live_storages"`
+	MemoryBytes        int64            `json:"memory_allocated"`
+	Mode               string           `json:"mode"`
+	HostCacheFree      int64            `json:"host_cache_free_bytes"` // freed plugin blocks kept for reuse (hostcache.go)
+	HostCacheHits      int64            `json:"host_cache_hits"`       // plugin allocations served from them
+	HostCacheMisses    int64            `json:"host_cache_misses"`     // plugin allocations newly mapped
 }
 
 func newMetrics() Metrics {
@@ -58,6 +62,7 @@ func newMetrics() Metrics {
 func (e *Engine) MetricsJSON() []byte {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.harvest() // background compiles that have finished count
 	m := e.m
 	m.LiveStorages, m.MemoryBytes, m.Mode = e.live, e.liveB, e.mode.String()
 	m.DeviceSeconds = float64(e.tr.devNanos.Load()) / 1e9

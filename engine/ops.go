@@ -59,6 +59,11 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 			return nil, err
 		}
 	}
+	e.harvest()
+	e.rerun = nil
+	if err := e.cutColdRun(entry.Rule); err != nil {
+		return nil, err
+	}
 	s := e.stepSegment()
 	if s != nil {
 		var done bool
@@ -71,6 +76,7 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 	if m.mode != planNone {
 		if outs, p, ok, err := e.replay(m, args); ok {
 			if err == nil && m.mode == planFused {
+				e.soloPlan(op, m, args, p)
 				if s != nil {
 					e.noteTapeOp(s, p, args, outs, n0)
 				}
@@ -103,6 +109,9 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		p = e.learn(m, args, outs)
 		if p != nil && len(c.Ranges) > 0 {
 			e.noteRanges(p, args, outs)
+		}
+		if m.mode == planFused {
+			e.soloPlan(op, m, args, p)
 		}
 	}
 	if s != nil {
@@ -162,6 +171,9 @@ func (e *Engine) startPlan(op string, r *dispatch.Rule, args []dispatch.Arg) *pl
 		m.mode = planNone
 	}
 	m.sig = sig
+	if m.mode == planFused && e.inColdRun() {
+		e.markCold(m, op, args)
+	}
 	return m
 }
 
@@ -176,6 +188,9 @@ func (e *Engine) replay(m *planMark, args []dispatch.Arg) (outs []OutTensor, p *
 		m.mode = planNone
 		return nil, nil, false, nil
 	case !known:
+		return nil, nil, false, nil
+	case m.mode == planStrict && e.rerunFor(p):
+		m.mode = planNone // the op records its cold run again (cold_run.go)
 		return nil, nil, false, nil
 	case m.mode == planStrict:
 		outs, ok, err = e.replayStrict(p, args)
@@ -308,7 +323,7 @@ func (e *Engine) keepPlan(m *planMark, p *plan) {
 		e.d.plans.put(m.sig, p)
 	case planStrict:
 		if p != nil && e.lastProg != "" {
-			p.key = e.lastProg
+			p.key, p.run = e.lastProg, e.d.g.cold
 			e.d.plans.put(m.sig, p)
 		}
 	}
@@ -323,12 +338,15 @@ func (e *Engine) recorded(op string) error {
 	if len(e.d.g.first) < maxFirstOps {
 		e.d.g.first = append(e.d.g.first, op)
 	}
-	if e.capturing() || (e.mode == ModeFused && e.d.g.ops < e.fused) {
+	if e.capturing() || (e.mode == ModeFused || e.inColdRun()) && e.d.g.ops < e.fused {
 		return nil
 	}
 	e.lastProg = ""
+	if e.mode == ModeStrict && e.d.g.cold == nil && e.startColdRun() {
+		return nil
+	}
 	e.why = whyEagerOp
-	if e.mode == ModeFused {
+	if e.mode == ModeFused || e.inColdRun() {
 		e.why = whySizeCap
 	}
 	return e.flush()

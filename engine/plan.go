@@ -45,6 +45,7 @@ type plan struct {
 	writes  []planWrite   // the storages the op gives values, in order
 	results []OutTensor   // functional results (shape and dtype; addresses are new each call)
 	key     string        // strict mode: the program's key in e.cache
+	run     *coldRun      // strict mode: the cold run the op started, if it started one (cold_run.go)
 	frag    *hlo.Fragment // fused mode: the recorded ops
 	refs    []hlo.Ref     // fused mode: the fragment value of each write
 	ranges  []*intRange   // by write: the value range the rule reported for it (nil: none)
@@ -131,6 +132,8 @@ func (e *Engine) planFor(r *dispatch.Rule) planMode {
 	switch {
 	case e.mode == ModeStrict && g.ops == 0 && len(g.params) == 0 && len(g.pending) == 0:
 		return planStrict
+	case e.mode == ModeStrict && g.cold != nil && !e.noFusedPath:
+		return planFused // a cold run records as fused mode does (cold_run.go)
 	case e.mode == ModeFused && !e.noFusedPath:
 		return planFused
 	}
@@ -150,6 +153,25 @@ var sigSeed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 // check for it). ok is false when the op cannot be
 // planned.
 func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig hlo.Hash, ok bool) {
+	kind := sigStrict
+	if pending {
+		kind = sigFused
+	}
+	return e.signature(op, args, kind)
+}
+
+// sigKind says which fast path a signature is for.
+type sigKind uint8
+
+const (
+	sigStrict sigKind = iota // the strict fast path: every storage holds a buffer
+	sigFused                 // the fused fast path: a storage's state is a part of it
+	sigSolo                  // the strict signature the op will have once its pending storages hold buffers (cold_run.go)
+)
+
+// signature is opSignature for the given kind.
+func (e *Engine) signature(op string, args []dispatch.Arg, kind sigKind) (sig hlo.Hash, ok bool) {
+	pending := kind == sigFused
 	w := sigWriter{buf: e.sigBuf[:0]}
 	w.bytes(op)
 	if pending { // the two fast paths share a table
@@ -171,7 +193,7 @@ func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig 
 		w.u(uint64(len(a.Handles)))
 		for _, h := range a.Handles {
 			t := h.(*TensorDesc)
-			if !e.sigTensor(&w, t, pending) {
+			if !e.sigTensor(&w, t, kind) {
 				return hlo.Hash{}, false
 			}
 			if t.CPU || t.Addr == 0 {
@@ -197,7 +219,8 @@ func (e *Engine) opSignature(op string, args []dispatch.Arg, pending bool) (sig 
 // sigTensor writes tensor argument t into a signature: its view, its host
 // bytes, and its storage's shape, state and known range. It reports false
 // when the op cannot be planned.
-func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, pending bool) bool {
+func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, kind sigKind) bool {
+	pending := kind == sigFused
 	w.u(uint64(t.Offset))
 	w.u(uint64(t.DType))
 	w.i64s(t.Sizes)
@@ -219,7 +242,12 @@ func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, pending bool) bool {
 		return true
 	}
 	st, found := e.storages[t.Addr]
-	if !found || st.pad != nil || (!pending && (!st.shaped || st.buf == nil || st.pending != nil)) {
+	switch {
+	case !found || st.pad != nil:
+		return false
+	case kind == sigStrict && (!st.shaped || st.buf == nil || st.pending != nil):
+		return false
+	case kind == sigSolo && (!st.shaped || st.buf == nil && st.pending == nil):
 		return false
 	}
 	w.u(uint64(st.nbytes))

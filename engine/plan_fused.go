@@ -48,6 +48,7 @@ type planMark struct {
 	inputs        [][2]int
 	values        []*hlo.Value
 	writes        []pendingWrite
+	cold          *coldMark // strict mode: the op records into a cold run (cold_run.go)
 }
 
 type pendingWrite struct {

@@ -68,6 +68,9 @@ func (e *Engine) makeStrictPlan(m *planMark, args []dispatch.Arg, outs []OutTens
 // new results and launches the cached program. It reports ok=false when the
 // program has left the cache (the caller then takes the full path).
 func (e *Engine) replayStrict(p *plan, args []dispatch.Arg) (outs []OutTensor, ok bool, err error) {
+	if e.awaitProgram(p.key) != nil {
+		return nil, false, nil // the full path compiles it again and reports the error at the op
+	}
 	x, found := e.cache.Get(p.key)
 	if !found {
 		return nil, false, nil

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"torchtpu/hlo"
@@ -138,7 +137,7 @@ func (e *Engine) deferProgram(p *Program, inputs []*TensorDesc, seeds []int64) (
 			params[k] = g.param(b.buf, types[k])
 		case bindOffset:
 			v := inputs[b.index].Offset
-			params[k] = g.scalarParam(e.scalarBuffer(scalarKey{types[k].Elem, math.Float64bits(float64(v))}), types[k])
+			params[k] = g.scalarParam(e.scalarBuffer(scalarKey{elem: types[k].Elem, bits: uint64(v), exact: true}), types[k])
 		case bindSeed:
 			buf, err := e.client.BufferFromHost(encodeInt(seeds[b.index], types[k].Elem), pjrtType(types[k].Elem), nil, p.device)
 			if err != nil {

@@ -115,6 +115,17 @@ func (e *Engine) span(kind, name string, t0 time.Time, ev TraceEvent) {
 	e.tr.record(ev)
 }
 
+// spanAt records an event of the given kind that ran from t0 to t1 (work
+// done off the engine's thread, recorded when it is taken).
+func (e *Engine) spanAt(kind, name string, t0, t1 time.Time, ev TraceEvent) {
+	if !e.tracing() {
+		return
+	}
+	ev.Kind, ev.Name = kind, name
+	ev.Start, ev.Dur = t0.UnixNano(), t1.Sub(t0).Nanoseconds()
+	e.tr.record(ev)
+}
+
 // traceExecution records launch l, which started at t0, and asks the plugin
 // for its completion time (ev nil: the launch has finished, so it completes
 // now). The device time of executions traced this way is added to the

@@ -4,6 +4,10 @@ import os
 # Tests count compiles, so the persistent compile cache (on by default) stays off unless a test turns it on
 # for a process of its own.
 os.environ["TORCHTPU_CACHE_DIR"] = ""
+# Tests count programs and launches op by op in strict mode, so strict mode's cold runs (one program for a run
+# of new ops while their own programs compile in the background) stay off unless a test turns them on
+# (tests/test_strict_compile_pool.py).
+os.environ.setdefault("TORCHTPU_COLD_RUNS", "0")
 # A rule that reads host values, draws random numbers or uploads without
 # declaring it (dispatch.Needs) fails instead of running unplanned.
 os.environ["TORCHTPU_CHECK_NEEDS"] = "1"

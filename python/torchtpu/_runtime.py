@@ -36,9 +36,10 @@ def init():
 
 def _drain():
     """Wait for device work still in flight before the interpreter tears down, so no
-    plugin thread is running a program while static destructors run, and for the autograd
-    engine's tpu threads to let go of the last backward pass."""
+    plugin thread is running a program or compiling one while static destructors run, and
+    for the autograd engine's tpu threads to let go of the last backward pass."""
     if _initialized and not in_bad_fork():
+        _lib.lib().ttpu_stop_compiles()
         buf = _lib.errbuf()
         _lib.lib().ttpu_synchronize(buf, len(buf))
         try:

@@ -28,7 +28,7 @@ from .memory import (  # noqa: F401
 from .metrics import metrics, reset_metrics  # noqa: F401
 from .report import metrics_report  # noqa: F401
 from .trace import trace  # noqa: F401
-from .modes import get_mode, mode, set_mode  # noqa: F401
+from .modes import await_compiles, get_mode, mode, set_cold_runs, set_mode  # noqa: F401
 from .step import mark_step  # noqa: F401
 from .graphs import TPUGraph, graph, graph_pool_handle  # noqa: F401
 from .graphed_callables import make_graphed_callables  # noqa: F401

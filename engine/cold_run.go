@@ -1,0 +1,267 @@
+package engine
+
+import (
+	"encoding/hex"
+	"slices"
+
+	"torchtpu/dispatch"
+	"torchtpu/hlo"
+)
+
+// Cold runs. Strict mode runs every op as a program of its own, so a first
+// step would compile each new op's program before the next op could run.
+// Instead, an op whose program is in no tier (a cold op) hands its one-op
+// module to the compile pool (compile_pool.go) and stays pending: the ops
+// after it record into the same graph, as fused mode records, until a place
+// where fused mode would flush (a sync point, a step mark, a backward
+// boundary, the size cap) or an op that cannot be planned. The run then
+// launches as one program. Each op of the run that the fused fast path can
+// plan also gets its one-op program, made from the fragment the plan cut
+// (soloPlan) and compiled by the pool, and a strict plan under the signature
+// it will have once its inputs hold buffers. Later steps find those programs
+// and run op by op as before; an op whose program is still compiling waits
+// for it. TORCHTPU_COLD_RUNS=0 compiles every cold op in the foreground.
+
+// coldRun is one cold run: the keys of the one-op programs handed to the
+// pool while it recorded. Its first op's strict plan keeps it: while one of
+// them still compiles, a later call of that op records the same run again
+// (rerun) and launches the run's program, which the in-memory tier holds,
+// instead of waiting for them.
+type coldRun struct {
+	keys []string
+}
+
+// pending reports whether one of r's programs still compiles.
+func (e *Engine) pending(r *coldRun) bool {
+	for _, k := range r.keys {
+		if e.compiling(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// coldMark is what planning an op of a cold run keeps from before its rule:
+// its strict signature to be and its argument storages' dtypes and shapes.
+type coldMark struct {
+	sig    hlo.Hash
+	ok     bool
+	before map[uint64]storageShape
+}
+
+type storageShape struct {
+	dtype dispatch.DType
+	shape []int64
+}
+
+// SetColdRuns turns cold runs on or off (TORCHTPU_COLD_RUNS sets the
+// start) and returns whether they were on. Turning them off launches a
+// pending run; programs already handed to the pool still compile.
+func (e *Engine) SetColdRuns(on bool) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	was := !e.noColdRuns
+	if was && !on && e.client != nil {
+		e.why = whyModeSwitch
+		if err := e.flushAll(); err != nil {
+			return was, err
+		}
+	}
+	e.noColdRuns = !on
+	return was, nil
+}
+
+// coldRunsOn reports whether a cold op in strict mode may start a cold run.
+func (e *Engine) coldRunsOn() bool {
+	return e.mode == ModeStrict && !e.noColdRuns && !e.capturing() && (e.cp == nil || !e.cp.stopped)
+}
+
+// inColdRun reports whether the device's graph is a cold run.
+func (e *Engine) inColdRun() bool {
+	return e.mode == ModeStrict && e.d.g.cold != nil
+}
+
+// cutColdRun launches the cold run before an op that must run on a graph of
+// its own in strict mode (it cannot be planned, or it reads data).
+func (e *Engine) cutColdRun(r *dispatch.Rule) error {
+	if !e.inColdRun() || r.Needs.Plannable() && len(r.Needs.HostArgs) == 0 {
+		return nil
+	}
+	e.why = whyColdCut
+	return e.flush()
+}
+
+// startColdRun decides, after a strict op recorded into an empty graph,
+// whether it is cold: its program is in neither the in-memory tier, the
+// pool nor a persistent tier. A cold op's module goes to the pool and the
+// graph stays pending as a cold run; the caller then does not flush. A
+// program found in a persistent tier is put in the in-memory tier for the
+// flush that follows.
+func (e *Engine) startColdRun() bool {
+	g := e.d.g
+	rerun := e.rerun
+	e.rerun = nil
+	if !e.coldRunsOn() || g.ops != 1 || len(g.extra) > 0 {
+		return false
+	}
+	if rerun != nil {
+		g.cold = rerun
+		e.m.ColdRuns++
+		return true
+	}
+	var outs []*hlo.Value
+	var dst []*Storage
+	for _, st := range g.pending {
+		if st.pending != nil {
+			outs, dst = append(outs, st.pending), append(dst, st)
+		}
+	}
+	if len(outs) == 0 {
+		return false
+	}
+	aliases := e.donations(g, dst, outs)
+	skey := structuralKey(g.b.Key(outs, aliases))
+	if _, ok := e.cache.Peek(skey); ok {
+		return false
+	}
+	if e.compiling(skey) { // an op without a plan whose program the pool compiles: run, do not wait
+		g.cold = &coldRun{keys: []string{skey}}
+		e.m.ColdRuns++
+		return true
+	}
+	text, used := g.b.ModuleAliased(outs, aliases)
+	sum := g.b.Summarize(outs)
+	e.fl = flushCtx{reason: whyEagerOp, ops: 1, first: g.first}
+	if exe := e.loadProgram(e.fullKey(text, e.optionsFor(sum)), sum); exe != nil {
+		e.cache.Put(skey, &program{exe: exe, used: used, donated: len(aliases)})
+		e.preloaded = skey
+		return false
+	}
+	g.cold = &coldRun{}
+	e.submit(skey, text, used, len(aliases), sum, e.fl)
+	e.m.ColdRuns++
+	e.lastProg = skey
+	return true
+}
+
+// rerunFor reports whether strict plan p, about to be replayed on an empty
+// graph, should instead record its cold run again because one of the run's
+// programs still compiles; it then notes the run for startColdRun. A plan
+// whose own program compiles and that started no run starts one: the ops
+// after it record with it, every call alike, until the programs are done.
+func (e *Engine) rerunFor(p *plan) bool {
+	if p == nil || !e.coldRunsOn() {
+		return false
+	}
+	if p.run == nil && e.compiling(p.key) {
+		p.run = &coldRun{keys: []string{p.key}} // the op starts a run of its own from now on
+	}
+	if p.run == nil || !e.pending(p.run) {
+		return false
+	}
+	e.rerun = p.run
+	return true
+}
+
+// add adds key to the programs r waits for.
+func (r *coldRun) add(key string) {
+	if !slices.Contains(r.keys, key) {
+		r.keys = append(r.keys, key)
+	}
+}
+
+// markCold notes, for an op about to record into a cold run, its strict
+// signature to be and the dtypes and shapes of its argument storages.
+func (e *Engine) markCold(m *planMark, op string, args []dispatch.Arg) {
+	c := &coldMark{before: map[uint64]storageShape{}}
+	c.sig, c.ok = e.signature(op, args, sigSolo)
+	for _, a := range args {
+		for _, h := range a.Handles {
+			t := h.(*TensorDesc)
+			if st := e.storages[t.Addr]; st != nil && !t.CPU && st.shaped {
+				c.before[t.Addr] = storageShape{st.dtype, st.shape}
+			}
+		}
+	}
+	m.cold = c
+}
+
+// soloPlan gives the op of a cold run planned by fused plan p its one-op
+// program and strict plan, unless its strict signature has a plan already:
+// a module with a parameter per input and parameter of p's fragment, the
+// fragment pasted on them, and the values of p's writes as results. A write
+// into an argument storage it read donates that storage's buffer, as a strict
+// flush would. The program is compiled by the pool unless a tier holds it.
+func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan) {
+	c := m.cold
+	if c == nil || !c.ok || p == nil || p.uploads || p.frag == nil {
+		return
+	}
+	if known, ok := e.d.plans[c.sig]; ok {
+		if known != nil && e.compiling(known.key) {
+			e.d.g.cold.add(known.key)
+		}
+		return
+	}
+	written := map[uint64]bool{}
+	for _, w := range p.writes {
+		if w.result >= 0 {
+			continue
+		}
+		t := args[w.arg].Handles[w.idx].(*TensorDesc)
+		b, ok := c.before[t.Addr]
+		if !ok || written[t.Addr] || b.dtype != w.dtype || !slices.Equal(b.shape, w.shape) {
+			return // the op gives a storage its first value, a new type, or two values
+		}
+		written[t.Addr] = true
+	}
+	b := hlo.NewBuilder()
+	var inputs, params []*hlo.Value
+	for _, t := range p.frag.Inputs() {
+		inputs = append(inputs, b.Param(t))
+	}
+	for _, t := range p.frag.Params() {
+		params = append(params, b.Param(t))
+	}
+	outs, ok := b.Paste(p.frag, inputs, params, p.refs)
+	if !ok {
+		return
+	}
+	aliases := map[int]int{}
+	for i, w := range p.writes {
+		if w.result >= 0 || e.noDonate {
+			continue
+		}
+		for k, src := range p.sources[:len(inputs)] {
+			if src.arg == w.arg && src.idx == w.idx && inputs[k].T.Equal(outs[i].T) && outs[i] != inputs[k] {
+				aliases[k] = i
+			}
+		}
+	}
+	skey := structuralKey(b.Key(outs, aliases))
+	solo := &plan{sources: p.sources, writes: p.writes, results: p.results, key: skey}
+	e.d.plans.put(c.sig, solo)
+	if _, ok := e.cache.Peek(skey); ok || e.compiling(skey) {
+		return
+	}
+	text, used := b.ModuleAliased(outs, aliases)
+	sum := b.Summarize(outs)
+	fl := flushCtx{reason: whyEagerOp, ops: 1, first: []string{op}}
+	saved := e.fl
+	e.fl = fl
+	defer func() { e.fl = saved }()
+	if exe := e.loadProgram(e.fullKey(text, e.optionsFor(sum)), sum); exe != nil {
+		e.cache.Put(skey, &program{exe: exe, used: used, donated: len(aliases)})
+		return
+	}
+	e.submit(skey, text, used, len(aliases), sum, fl)
+}
+
+// structuralKey names a program in the in-memory tier by its structural hash.
+func structuralKey(h hlo.Hash) string {
+	var raw [16]byte
+	for i := 0; i < 8; i++ {
+		raw[i], raw[8+i] = byte(h.Lo>>(8*i)), byte(h.Hi>>(8*i))
+	}
+	return "s:" + hex.EncodeToString(raw[:])
+}

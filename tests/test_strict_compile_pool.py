@@ -1,0 +1,179 @@
+"""Strict mode's cold runs: new ops record as one program while their one-op programs compile in a background
+pool (engine/cold_run.go, engine/compile_pool.go). Values stay CPU's and in order, an error in the middle of a
+run surfaces at the op that failed, compiles are counted once finished, and a process killed while the pool
+compiles leaves a compile cache the next process runs from."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from conftest import Draws
+
+randn, randint = Draws(7).pair()
+
+
+@pytest.fixture(autouse=True)
+def cold_runs():
+    """Turns cold runs on (the suite runs with them off) in strict mode."""
+    torch.tpu.set_mode("strict")
+    was = torch.tpu.set_cold_runs(True)
+    yield
+    torch.tpu.await_compiles()
+    torch.tpu.set_cold_runs(was)
+
+
+def chain(xs):
+    """Distinct small programs: every step has its own shapes, so every op is new."""
+    outs = []
+    for k, x in enumerate(xs):
+        y = (x * (k + 2) + 1).relu()
+        z = y.sum(0) - x.mean() * k
+        outs.append(torch.cat([z, y.amax(0)]).tanh())
+    return outs
+
+
+def metrics():
+    m = torch.tpu.metrics()
+    return {k: m[k] for k in ("graphs_compiled", "strict_cold_runs", "background_compiles", "executions",
+                              "strict_fast_path_hits", "compile_waits")}
+
+
+def test_many_new_programs_match_cpu_in_order():
+    assert torch.tpu.get_mode() == "strict"
+    xs = [randn(3 + k, 2 + k % 3) for k in range(12)]
+    torch.tpu.await_compiles()
+    torch.tpu.reset_metrics()
+    got = chain([x.to("tpu") for x in xs])
+    want = chain(xs)
+    for k, (g, w) in enumerate(zip(got, want)):  # the host read of the first launches the run
+        torch.testing.assert_close(g.cpu(), w, msg=f"step {k}")
+    m = metrics()
+    assert m["strict_cold_runs"] >= 1 and m["background_compiles"] >= 12 * 5, m
+    torch.tpu.await_compiles()
+    done = metrics()
+    # Every program handed to the pool is counted once it has compiled, beside the runs' own programs.
+    assert done["graphs_compiled"] >= done["background_compiles"] + 1, done
+    # The same ops again run one program each: no compile, no run.
+    torch.tpu.reset_metrics()
+    got = chain([x.to("tpu") for x in xs])
+    for k, (g, w) in enumerate(zip(got, want)):
+        torch.testing.assert_close(g.cpu(), w, msg=f"step {k}, op by op")
+    again = metrics()
+    assert again["graphs_compiled"] == 0 and again["strict_cold_runs"] == 0, again
+    assert again["strict_fast_path_hits"] >= 12 * 5, again
+
+
+def test_out_of_range_index_in_a_run_raises_at_the_op():
+    table_cpu = randn(7, 4)
+    rows = [randn(5, 4) for _ in range(3)]
+    torch.tpu.await_compiles()
+    torch.tpu.reset_metrics()
+    table = table_cpu.to("tpu")
+    a = (table * 3 - 1).exp()  # new ops: a cold run starts
+    assert metrics()["strict_cold_runs"] == 1
+    bad = torch.tensor([1, 9, 2])
+    with pytest.raises(IndexError) as cpu_err:
+        torch.index_select(table_cpu, 0, bad)
+    with pytest.raises(IndexError, match="index out of range") as err:
+        torch.index_select(a, 0, bad.to("tpu"))
+    assert "aten::index_select" in str(err.value) and str(cpu_err.value) in str(err.value)
+    # The run's values and those after the error are CPU's.
+    b = torch.index_select(a, 0, torch.tensor([6, 0, 3]).to("tpu")) * 2
+    c = torch.stack([r.to("tpu") for r in rows]).sum(0) + a[:5]
+    want_a = (table_cpu * 3 - 1).exp()
+    torch.testing.assert_close(a.cpu(), want_a)
+    torch.testing.assert_close(b.cpu(), torch.index_select(want_a, 0, torch.tensor([6, 0, 3])) * 2)
+    torch.testing.assert_close(c.cpu(), torch.stack(rows).sum(0) + want_a[:5])
+
+
+def test_shape_error_in_a_run_names_the_op():
+    x_cpu = randn(6, 5)
+    torch.tpu.await_compiles()
+    x = x_cpu.to("tpu")
+    y = x.cos() * 5 + 2  # new ops: a cold run
+    with pytest.raises(RuntimeError, match=r"aten::mm") as err:
+        torch.mm(y, y)
+    with pytest.raises(RuntimeError) as cpu_err:
+        torch.mm(x_cpu, x_cpu)
+    assert str(cpu_err.value).split(" (")[0] in str(err.value)
+    z = torch.mm(y, y.t()).log1p()
+    want_y = x_cpu.cos() * 5 + 2
+    torch.testing.assert_close(z.cpu(), torch.mm(want_y, want_y.t()).log1p())
+    torch.testing.assert_close(y.cpu(), want_y)
+
+
+CHILD = textwrap.dedent("""
+    import sys, time, json, torch
+    torch.manual_seed(0)
+    outs = []
+    for k in range(int(sys.argv[1])):
+        x = torch.linspace(-1, 1, 24 + k).reshape(-1, 1).to("tpu")
+        outs.append(((x * (k + 1)).sin() + x.pow(2) * 0.5).cumsum(0).softmax(0))
+    vals = [o.cpu() for o in outs]
+    ref = []
+    for k in range(int(sys.argv[1])):
+        x = torch.linspace(-1, 1, 24 + k).reshape(-1, 1)
+        ref.append(((x * (k + 1)).sin() + x.pow(2) * 0.5).cumsum(0).softmax(0))
+    ok = all(torch.allclose(v, r, atol=1e-6, rtol=1e-5) for v, r in zip(vals, ref))
+    if sys.argv[2] == "kill":
+        while torch.tpu.metrics()["graphs_compiled"] < 3:  # some programs are on disk, many still compile
+            time.sleep(0.01)
+        print("READY", ok, flush=True)
+        time.sleep(600)
+    torch.tpu.await_compiles()
+    m = torch.tpu.metrics()
+    print("M", json.dumps({"ok": ok, "disk_hits": m["disk_cache_hits"], "compiled": m["graphs_compiled"]}))
+""")
+
+
+def child_env(cache):
+    env = dict(os.environ, TORCHTPU_CACHE_DIR=str(cache), TORCHTPU_COMPILE_WORKERS="2")
+    env.pop("TORCHTPU_COLD_RUNS", None)
+    return env
+
+
+def test_killed_during_parallel_compiles_leaves_a_usable_cache(tmp_path):
+    n = 40
+    p = subprocess.Popen([sys.executable, "-c", CHILD, str(n), "kill"], env=child_env(tmp_path),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("READY True"), (line, p.stderr.read() if p.poll() is not None else "")
+        p.send_signal(signal.SIGKILL)  # while the pool compiles the rest
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    entries = list(tmp_path.glob("*.exe"))
+    assert len(entries) >= 1
+    r = subprocess.run([sys.executable, "-c", CHILD, str(n), "run"], env=child_env(tmp_path),
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "does not load" not in r.stderr and "warning" not in r.stderr, r.stderr
+    m = json.loads(r.stdout.split("M ")[1])
+    assert m["ok"] and m["disk_hits"] >= 1, m
+    # A third process finds every program: the second one finished the pool's queue before it exited.
+    r = subprocess.run([sys.executable, "-c", CHILD, str(n), "run"], env=child_env(tmp_path),
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout.split("M ")[1])
+    assert m["ok"] and m["compiled"] == 0 and m["disk_hits"] >= 1, m
+
+
+def test_fork_while_the_pool_compiles():
+    xs = [randn(9 + k, 3) for k in range(8)]
+    got = chain([x.to("tpu") for x in xs])  # the pool now compiles their one-op programs
+    pid = os.fork()
+    if pid == 0:  # the child touches no tpu tensor
+        code = 0 if float(torch.ones(3).sum()) == 3.0 else 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    for g, w in zip(got, chain(xs)):
+        torch.testing.assert_close(g.cpu(), w)
+    torch.tpu.await_compiles()
