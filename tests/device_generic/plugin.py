@@ -8,6 +8,8 @@ is interrupted by SIGALRM and fails; one stuck where no Python code runs is kill
 import json
 import signal
 
+import pytest
+
 from tests.device_generic import standins
 
 
@@ -91,6 +93,9 @@ class Recorder:
         if report.failed:
             self.emit(ev="collect_error", msg=first_line(report), text=report.longreprtext[-4000:])
 
+    # After pytest's own -k/-m deselection, so that the ids it reports are the ones this run may reach
+    # (the runner starts fresh workers until every reported id has a result).
+    @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
         device = config.getoption("--dg-device")
         skip = read_ids(config.getoption("--dg-skip")) or set()
