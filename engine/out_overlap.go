@@ -45,6 +45,15 @@ var (
 		"aten::masked_fill.Tensor": true, "aten::baddbmm": true, "aten::addmv": true, "aten::conj_physical": true,
 		"aten::_amp_update_scale_": true,
 	}
+	// The index and scatter kernels refuse any overlap of self with the listed
+	// arguments (nil: every tensor argument), the same tensor included.
+	noOverlapAtAll = map[string][]int{
+		"aten::index_add": nil, "aten::index_copy": nil, "aten::index_fill.int_Scalar": nil,
+		"aten::index_fill.int_Tensor": {2}, "aten::index_put": nil, "aten::_index_put_impl_": nil, "aten::put": nil,
+		"aten::scatter.src": nil, "aten::scatter.value": nil, "aten::scatter.reduce": nil,
+		"aten::scatter.value_reduce": nil, "aten::scatter_add": nil, "aten::scatter_reduce.two": nil,
+		"aten::index_reduce": nil,
+	}
 	inputOverlapOK = map[string]bool{
 		"aten::fill.Tensor": true, "aten::masked_fill.Tensor": true, "aten::index_fill.int_Tensor": true,
 		"aten::masked_scatter": true, "aten::addmm": true, "aten::addmv": true, "aten::addbmm": true,
@@ -66,6 +75,20 @@ func checkSelfOverlap(rule *dispatch.Rule, args []dispatch.Arg) error {
 	}
 	if !selfOverlapOK[rule.Name] && internalOverlap(self) {
 		return dispatch.Errorf("%s", msgInternalOverlap)
+	}
+	if only, listed := noOverlapAtAll[rule.Name]; listed {
+		for i, a := range args[1:] {
+			if only != nil && !slices.Contains(only, i+1) {
+				continue
+			}
+			for _, h := range a.Handles {
+				if src, ok := h.(*TensorDesc); ok && src != nil && src.Addr == self.Addr {
+					if s := overlapOf(self, src); s == overlapFull || s == overlapPartial {
+						return dispatch.Errorf("%s", msgInputOverlap)
+					}
+				}
+			}
+		}
 	}
 	if inputOverlapOK[rule.Name] {
 		return nil

@@ -53,6 +53,26 @@ PARTIAL = {
     "index_copy_": lambda s, d: s[:9].index_copy_(0, ix(d), s[3:5]),
 }
 
+FULL = {
+    "index_add_ self as index": lambda i: i.index_add_(0, i, i.clone()),
+    "index_add_ self as source": lambda i: i.index_add_(0, i.clone(), i),
+    "index_copy_ self as index": lambda i: i.index_copy_(0, i, i.clone()),
+    "index_fill_ self as index": lambda i: i.index_fill_(0, i, 0),
+    "index_put_ self as index": lambda i: i.index_put_((i,), i.clone()),
+    "put_ self as source": lambda i: i.put_(i.clone(), i),
+    "scatter_ self as index": lambda i: i.scatter_(0, i, i.clone()),
+    "scatter_add_ self as source": lambda i: i.scatter_add_(0, i.clone(), i),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FULL))
+def test_index_ops_refuse_self_as_an_input(mode, name):
+    # The index and scatter kernels refuse self as its own index or source, even the very same tensor.
+    for d in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="some elements of the input tensor and the written-to tensor refer"):
+            FULL[name](torch.tensor([2, 1, 0], device=d))
+
+
 PARTIAL_ALLOWED = {
     "masked_fill_ 0-dim value": lambda s, d: s[:9].masked_fill_(torch.ones(9, dtype=torch.bool, device=d), s[3]),
     "addmm_": lambda s, d: s[:4].view(2, 2).addmm_(s[2:6].view(2, 2), torch.ones(2, 2, device=d)),
