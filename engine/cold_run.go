@@ -20,7 +20,8 @@ import (
 // (soloPlan) and compiled by the pool, and a strict plan under the signature
 // it will have once its inputs hold buffers. Later steps find those programs
 // and run op by op as before; an op whose program is still compiling waits
-// for it. TORCHTPU_COLD_RUNS=0 compiles every cold op in the foreground.
+// for it. Cold runs are opt-in (TORCHTPU_COLD_RUNS=1, torch.tpu.set_cold_runs):
+// without them every cold op compiles in the foreground.
 
 // coldRun is one cold run: the keys of the one-op programs handed to the
 // pool while it recorded. Its first op's strict plan keeps it: while one of

@@ -7,7 +7,7 @@ os.environ["TORCHTPU_CACHE_DIR"] = ""
 # Tests count programs and launches op by op in strict mode, so strict mode's cold runs (one program for a run
 # of new ops while their own programs compile in the background) stay off unless a test turns them on
 # (tests/test_strict_compile_pool.py).
-os.environ.setdefault("TORCHTPU_COLD_RUNS", "0")
+os.environ.setdefault("TORCHTPU_COLD_RUNS", "0")  # their default too
 # A rule that reads host values, draws random numbers or uploads without
 # declaring it (dispatch.Needs) fails instead of running unplanned.
 os.environ["TORCHTPU_CHECK_NEEDS"] = "1"

@@ -133,7 +133,7 @@ CHILD = textwrap.dedent("""
 
 def child_env(cache):
     env = dict(os.environ, TORCHTPU_CACHE_DIR=str(cache), TORCHTPU_COMPILE_WORKERS="2")
-    env.pop("TORCHTPU_COLD_RUNS", None)
+    env["TORCHTPU_COLD_RUNS"] = "1"
     return env
 
 
