@@ -1501,6 +1501,7 @@ var atenNameList = []string{
 	"aten::floor_divide.Scalar",
 	"aten::floor_divide.Scalar_out",
 	"aten::floor_divide.out",
+	"aten::floor_divide_",
 	"aten::floor_divide_.Scalar",
 	"aten::floor_divide_.Tensor",
 	"aten::fmax",

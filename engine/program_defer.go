@@ -86,7 +86,10 @@ func (d *deferred) release() {
 
 // defers reports whether a replay of p goes into the pending graph.
 func (e *Engine) defers(p *Program) bool {
-	return p.deferred != nil && e.mode == ModeFused && !e.noDefer && p.stores == nil && e.capture == nil
+	// Not while a tensor grows by appends (a decoding loop): its padded values
+	// would be pasted at shapes that change with the length, so the replay
+	// launches as its own program, as step tapes wait then too.
+	return p.deferred != nil && e.mode == ModeFused && !e.noDefer && p.stores == nil && e.capture == nil && !e.padSeen
 }
 
 // deferProgram records a replay of p on inputs (with seeds) into the pending
