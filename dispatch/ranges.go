@@ -55,17 +55,14 @@ func (c *Ctx) argRange(i int) (lo, hi int64, ok bool) {
 	default:
 		return 0, 0, false
 	}
-	switch c.Meta(i).DType {
+	switch d := c.Meta(i).DType; d {
 	case Bool:
 		return 0, 1, true
-	case Uint8:
-		return 0, math.MaxUint8, true
-	case Int8:
-		return math.MinInt8, math.MaxInt8, true
-	case Int16:
-		return math.MinInt16, math.MaxInt16, true
 	case UInt16:
 		return 0, math.MaxUint16, true
+	case Uint8, Int8, Int16:
+		lo, hi, _ := scalarLimits(d) // the dtype's own bounds
+		return int64(lo), int64(hi), true
 	case Int32, Int64:
 		rr, isRR := c.R.(rangeReader)
 		if !isRR {
