@@ -19,6 +19,14 @@ func vectorNorm(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	switch {
+	case m.DType.IsComplex() && !d.IsComplex():
+		return nil, Errorf("linalg.vector_norm: dtype should be complex for complex inputs, but got %s", scalarTypeName(d))
+	case !m.DType.IsComplex() && d.IsComplex():
+		return nil, Errorf("linalg.vector_norm: dtype should be real for real inputs, but got %s", scalarTypeName(d))
+	case PromoteTypes(m.DType, d) != d:
+		return nil, Errorf("linalg.vector_norm: the dtype of the input (%s) should be convertible without narrowing to the specified dtype (%s)", scalarTypeName(m.DType), scalarTypeName(d))
+	}
 	ord := c.Float(1, 2)
 	dims, _, err := c.reduceDims(2, m.Rank(), true)
 	if err != nil {

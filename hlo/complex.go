@@ -1,10 +1,24 @@
 package hlo
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
-// Abs returns |x| elementwise; for a complex x the result is real.
+// Abs returns |x| elementwise; for a complex x the result is real and follows
+// hypot: infinite when either part is infinite, else NaN when either part is
+// NaN (XLA's complex abs gives 0 for 0+NaN·j).
 func (b *Builder) Abs(x *Value) *Value {
-	return b.op("stablehlo.abs", x.T.WithElem(x.T.Elem.Real()), "", x)
+	r := b.op("stablehlo.abs", x.T.WithElem(x.T.Elem.Real()), "", x)
+	if !x.T.Elem.IsComplex() {
+		return r
+	}
+	re, im := b.Real(x), b.Imag(x)
+	inf := b.Constant(r.T, math.Inf(1))
+	isInf := func(v *Value) *Value { return b.Compare(EQ, b.op("stablehlo.abs", v.T, "", v), inf) }
+	nan := b.Constant(r.T, math.NaN())
+	r = b.Select(b.Or(b.Compare(NE, re, re), b.Compare(NE, im, im)), nan, r)
+	return b.Select(b.Or(isInf(re), isInf(im)), inf, r)
 }
 
 // Real returns the real part of a complex x (x itself when x is real).

@@ -192,3 +192,18 @@ def test_complex_exp_of_infinities(mode):
     for dtype in (torch.complex64, torch.complex128):
         z = torch.tensor([complex(a, b) for a in vals for b in vals], dtype=dtype)
         torch.testing.assert_close(torch.exp(z.to("tpu")).cpu(), torch.exp(z), equal_nan=True)
+
+
+def test_complex_abs_of_special_values(mode):
+    """abs of a complex value follows hypot as CPU does: inf when a part is infinite, else NaN when a part is
+    NaN (0+nan·j gave 0), and the same through ops built on it (angle-free norms, sgn)."""
+    inf, nan = float("inf"), float("nan")
+    vals = [0.0, -1.5, 3.0, inf, -inf, nan]
+    for dtype in (torch.complex64, torch.complex128):
+        z = torch.tensor([complex(a, b) for a in vals for b in vals], dtype=dtype)
+        torch.testing.assert_close(torch.abs(z.to("tpu")).cpu(), torch.abs(z), equal_nan=True)
+        torch.testing.assert_close(torch.linalg.vector_norm(z[:6].to("tpu"), ord=1).cpu(),
+                                   torch.linalg.vector_norm(z[:6], ord=1), equal_nan=True)
+        for row in range(0, len(z), 6):
+            torch.testing.assert_close(torch.linalg.vector_norm(z[row:row + 6].to("tpu"), ord=float("inf")).cpu(),
+                                       torch.linalg.vector_norm(z[row:row + 6], ord=float("inf")), equal_nan=True)

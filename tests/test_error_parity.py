@@ -63,6 +63,12 @@ CASES = {
         torch.zeros(5, 5, 5, 5, device=d), torch.zeros(5, 1, 4, 4, device=d), 0, 0, True),
     "grid_sampler empty spatial dim": lambda d: torch.grid_sampler(
         torch.zeros(2, 3, 0, 4, device=d), torch.zeros(2, 1, 4, 2, device=d), 0, 0, True),
+    "vector_norm narrowing dtype": lambda d: torch.linalg.vector_norm(
+        torch.ones(3, dtype=torch.float64, device=d), dtype=torch.float32),
+    "vector_norm real dtype of complex": lambda d: torch.linalg.vector_norm(
+        torch.ones(3, dtype=torch.complex64, device=d), dtype=torch.float32),
+    "vector_norm complex dtype of real": lambda d: torch.linalg.vector_norm(
+        torch.ones(3, dtype=torch.float16, device=d), dtype=torch.complex64),
     "uint16 with int32": lambda d: torch.ones(2, dtype=torch.uint16, device=d) * torch.ones(2, dtype=torch.int32, device=d),
 }
 
