@@ -160,6 +160,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 	}
 	e.addrs, e.client, e.plugin, e.initErr = addrs, c, path, nil
 	e.cacheHostBlocks(p, c.PlatformName())
+	hlo.WideF32Sums = c.PlatformName() == "cpu"
 	// With several devices, programs are portable: one executable runs on any of them.
 	if e.options, e.fastOptions, err = compileOptions(c.DeviceCount() > 1); err != nil {
 		e.initErr = err

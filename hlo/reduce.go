@@ -31,10 +31,29 @@ func reducedShape(t Type, dims []int64) []int64 {
 	return out
 }
 
+// WideF32Sums says whether a float32 sum over several dimensions of at least
+// wideSumMin elements accumulates in float64. The engine sets it once, for
+// the XLA CPU plugin: its reduction emitter accumulates such sums in order
+// along the outer dimensions, so their error grows with the element count
+// (a sum of 1..8192 held as 8×8×8×16 was off by 1200), where CPU's cascade
+// sum stays within a few ulps. TPU compilers reduce in trees and keep it off.
+var WideF32Sums bool
+
+const wideSumMin = 1024
+
 // Reduce combines x over dims with r, starting from the scalar init.
 func (b *Builder) Reduce(x, init *Value, r Reducer, dims ...int64) *Value {
 	if len(dims) == 0 {
 		return x
+	}
+	if WideF32Sums && r == ReduceSum && x.T.Elem == F32 && len(dims) > 1 {
+		n := int64(1)
+		for _, d := range dims {
+			n *= x.T.Shape[d]
+		}
+		if n >= wideSumMin {
+			return b.Convert(b.Reduce(b.Convert(x, F64), b.Convert(init, F64), r, dims...), F32)
+		}
 	}
 	st := T(x.T.Elem)
 	body := b.region([]Type{st, st}, func(rb *Builder, a []*Value) []*Value {
