@@ -62,6 +62,21 @@ void warn_expanded_write(const ArgList& args) {
   }
 }
 
+// CPU's deprecation warning for each uint8 (byte mask) index of an advanced-indexing op, one per such index.
+void warn_uint8_indices(const ArgList& args) {
+  std::string_view op = args.op();
+  if (!(op == "aten::index.Tensor" || starts_with(op, "aten::index_put") || op == "aten::_index_put_impl_") ||
+      args.size() < 2 || args.data()[1].kind != TTPU_ARG_TENSORLIST) {
+    return;
+  }
+  const ttpu_arg& indices = args.data()[1];
+  for (int64_t i = 0; i < indices.n; ++i) {
+    if (indices.tensors[i].data != 0 && indices.tensors[i].dtype == static_cast<int32_t>(c10::ScalarType::Byte)) {
+      TORCH_WARN("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.");
+    }
+  }
+}
+
 }  // namespace
 
 void alert_for_op(const ArgList& args) {
@@ -69,6 +84,7 @@ void alert_for_op(const ArgList& args) {
     alert_nondeterministic(args);
   }
   warn_expanded_write(args);
+  warn_uint8_indices(args);
 }
 
 }  // namespace torchtpu

@@ -18,6 +18,9 @@ type advIndex struct {
 // rules call it before reading any tensor value.
 func (c *Ctx) resolveIndices(arg int, sizes []int64) (*advIndex, error) {
 	a := c.Args[arg]
+	if err := emptyDimIndexed(a.Tensors, sizes); err != nil {
+		return nil, err
+	}
 	var hs []hostIdx
 	d := int64(0)
 	for k, m := range a.Tensors {
@@ -34,7 +37,7 @@ func (c *Ctx) resolveIndices(arg int, sizes []int64) (*advIndex, error) {
 			d += int64(m.Rank())
 			continue
 		}
-		h, err := c.integerIndices(a.Handles[k], m, d, sizes)
+		h, err := c.integerIndices(a.Handles[k], m, d, len(hs), sizes)
 		if err != nil {
 			return nil, err
 		}
@@ -42,6 +45,26 @@ func (c *Ctx) resolveIndices(arg int, sizes []int64) (*advIndex, error) {
 		d++
 	}
 	return c.broadcastIndices(hs)
+}
+
+// emptyDimIndexed is CPU's check, ahead of any index value's: an integer
+// index with elements into a dimension of size 0 can hold no valid index.
+func emptyDimIndexed(indices []TensorMeta, sizes []int64) error {
+	d := 0
+	for _, m := range indices {
+		switch {
+		case !m.Defined:
+			d++
+		case m.DType == Bool || m.DType == Uint8:
+			d += m.Rank()
+		default:
+			if d < len(sizes) && sizes[d] == 0 && m.Numel() > 0 {
+				return IndexErrorf("index is out of bounds for dimension with size 0")
+			}
+			d++
+		}
+	}
+	return nil
 }
 
 // hostIdx is one indexed dimension's indices: values read to the host, or a
@@ -96,8 +119,9 @@ func (c *Ctx) maskIndices(handle any, m TensorMeta, d int64, sizes []int64) ([]h
 
 // integerIndices checks and wraps the integer index handle m of dimension
 // d: read to the host and range-checked, or, inside a compiled program, kept
-// on the device (negative entries wrapped, no range check).
-func (c *Ctx) integerIndices(handle any, m TensorMeta, d int64, sizes []int64) (hostIdx, error) {
+// on the device (negative entries wrapped, no range check). pos is the
+// index's place among the indexed dimensions, which CPU's message names.
+func (c *Ctx) integerIndices(handle any, m TensorMeta, d int64, pos int, sizes []int64) (hostIdx, error) {
 	if !m.DType.IsIntegral(false) {
 		return hostIdx{}, Errorf("tensors used as indices must be long, int, byte or bool tensors")
 	}
@@ -114,7 +138,7 @@ func (c *Ctx) integerIndices(handle any, m TensorMeta, d int64, sizes []int64) (
 	}
 	for i, v := range vals {
 		if v < -size || v >= size {
-			return hostIdx{}, IndexErrorf("index %d is out of bounds for dimension %d with size %d", v, d, size)
+			return hostIdx{}, IndexErrorf("index %d is out of bounds for dimension %d with size %d", v, pos, size)
 		}
 		if v < 0 {
 			vals[i] = v + size

@@ -89,3 +89,43 @@ def test_index_select_of_empty_inputs(mode):
         assert got.shape == torch.index_select(x, 0, i).shape
     e = torch.empty(0, dtype=long)
     assert torch.repeat_interleave(e.to("tpu"), e.to("tpu")).shape == torch.repeat_interleave(e, e).shape
+
+
+@pytest.mark.parametrize("shape,index", [
+    ((10, 0), (slice(None), [0, 1])),      # an empty dimension: CPU's own message, before any value check
+    ((10, 3), (slice(None), [0, 5])),      # the message names the index's place among the indexed dims
+    ((3, 3), ([0], [5])),
+    ((3, 3, 3), ("mask", [7])),            # a mask's dims count among them
+    ((4, 5), (slice(None), [-9])),
+])
+def test_index_errors_name_what_cpu_names(mode, shape, index):
+    def run(device):
+        x = torch.zeros(*shape, device=device)
+        idx = tuple(torch.tensor([[True, False, True]] * 3, device=device) if i == "mask" else i for i in index)
+        with pytest.raises(IndexError) as e:
+            x[idx]
+        return str(e.value)
+    want = run("cpu")
+    assert run("tpu").startswith(want)
+
+
+def test_uint8_masks_warn_as_cpu_does(mode):
+    """Indexing with a uint8 mask works and warns that uint8 indices are deprecated, once per index and op."""
+    import warnings
+
+    def run(device):
+        v = torch.arange(105.0, device=device).reshape(5, 7, 3)
+        mask = torch.tensor([1, 0, 1, 1, 0], dtype=torch.uint8, device=device)
+        y = torch.ones(10, 10, device=device)
+        m = torch.tensor([1, 0] * 5, dtype=torch.uint8, device=device)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            a = v[mask]
+            y.index_put_((m,), y[m], accumulate=True)
+            y[m] = torch.full((10,), 2.0, device=device)
+        return a.cpu(), y.cpu(), [str(x.message).split(" (Triggered internally")[0] for x in w]
+    a, y, warned = run("tpu")
+    ca, cy, cwarned = run("cpu")
+    torch.testing.assert_close(a, ca)
+    torch.testing.assert_close(y, cy)
+    assert warned == cwarned and len(cwarned) == 4
