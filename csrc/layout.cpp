@@ -388,6 +388,84 @@ LayoutSource layout_source(const c10::OperatorHandle& op) {
   return src;
 }
 
+std::shared_ptr<const ResultLayouts> out_layouts(const LayoutSource& src, const torch::jit::Stack& stack) {
+  if (!src.op) {
+    return nullptr;
+  }
+  const auto& name = src.op->operator_name();
+  const std::string& overload = name.overload_name;
+  // The twin's overload name: exp.out's is exp's, add.out's add.Tensor, pow.Tensor_Scalar_out's
+  // pow.Tensor_Scalar; among several, the one whose arguments are the out= op's unwritten ones.
+  std::vector<std::string> names;
+  if (overload == "out") {
+    names = {"", "Tensor", "Scalar", "self", "int", "dim"};
+  } else if (overload.size() > 4 && overload.compare(overload.size() - 4, 4, "_out") == 0) {
+    names = {overload.substr(0, overload.size() - 4)};
+  } else {
+    return nullptr;
+  }
+  const auto& schema = src.op->schema();
+  const size_t nargs = schema.arguments().size();
+  std::vector<const c10::Argument*> unwritten;
+  torch::jit::Stack inputs;
+  for (size_t i = 0; i < nargs; ++i) {
+    const auto* ai = schema.arguments()[i].alias_info();
+    if (ai == nullptr || !ai->isWrite()) {
+      unwritten.push_back(&schema.arguments()[i]);
+      inputs.push_back(stack[stack.size() - nargs + i]);
+    }
+  }
+  std::optional<c10::OperatorHandle> handle;
+  for (const auto& n : names) {
+    auto h = c10::Dispatcher::singleton().findOp({name.name, n});
+    if (!h || h->schema().arguments().size() != unwritten.size()) {
+      continue;
+    }
+    bool same = true;
+    for (size_t i = 0; same && i < unwritten.size(); ++i) {
+      same = *h->schema().arguments()[i].type() == *unwritten[i]->type();
+    }
+    if (same) {
+      handle = h;
+      break;
+    }
+  }
+  if (!handle) {
+    return nullptr;
+  }
+  const LayoutSource twin = layout_source(*handle);
+  if (twin.permuted) {
+    return nullptr;  // FFTs and LAPACK-backed ops resize their out= tensors contiguous or column-major
+  }
+  return result_layouts(twin, inputs);
+}
+
+std::vector<int64_t> strides_in(const ResultLayouts& ls, size_t k, c10::IntArrayRef sizes) {
+  if (k >= ls.results.size() || !ls.results[k].strided) {
+    return {};
+  }
+  const ResultLayout& l = ls.results[k];
+  const size_t n = sizes.size();
+  if (l.dense) {
+    const ttpu_layout& order = ls.orders[k];
+    if (static_cast<size_t>(order.ndim) != n) {
+      return {};
+    }
+    std::vector<int64_t> strides(n);
+    int64_t stride = 1;
+    for (int64_t i = static_cast<int64_t>(n) - 1; i >= 0; --i) {
+      const auto d = static_cast<size_t>(order.perm[i]);
+      strides[d] = stride;
+      stride *= std::max<int64_t>(sizes[d], 1);
+    }
+    return strides;
+  }
+  if (c10::IntArrayRef(l.sizes) != sizes) {
+    return {};
+  }
+  return l.strides;
+}
+
 std::shared_ptr<const ResultLayouts> result_layouts(const LayoutSource& src, const torch::jit::Stack& stack) {
   if (!src.fresh || !src.op) {
     return nullptr;

@@ -48,6 +48,16 @@ LayoutSource layout_source(const c10::OperatorHandle& op);
 // meta kernel answers, run once per op and argument metadata (sizes, strides, dtypes, integers).
 std::shared_ptr<const ResultLayouts> result_layouts(const LayoutSource& src, const torch::jit::Stack& stack);
 
+// out_layouts returns the layouts of the functional twin of src's out= op (exp for exp.out, add.Tensor
+// for add.out) on the same inputs, in the order of its results, which are the out= tensors' order; nullptr
+// when they are contiguous or the op has no such twin. CPU's kernels give a resized out= tensor of a
+// TensorIterator op these strides (its inputs' memory order), as its functional twin's result has.
+std::shared_ptr<const ResultLayouts> out_layouts(const LayoutSource& src, const torch::jit::Stack& stack);
+
+// strides_in returns the strides a result of the given sizes has in layout k of ls, or nothing when the
+// layout does not fit those sizes.
+std::vector<int64_t> strides_in(const ResultLayouts& ls, size_t k, c10::IntArrayRef sizes);
+
 // apply_layout gives t, new result k of op that the engine laid out in memory as l asks, l's sizes and
 // strides.
 void apply_layout(at::Tensor& t, const ttpu_out& out, const ResultLayouts& ls, const std::string& op, size_t k);

@@ -197,14 +197,20 @@ void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stac
   }
 }
 
-// resize_out resizes out= argument t to o's sizes in the way o's dtype field names (TTPU_RESIZE_*).
-static void resize_out(const at::Tensor& t, const ttpu_out& o) {
+// resize_out resizes out= argument t to o's sizes in the way o's dtype field names (TTPU_RESIZE_*). A t
+// resized with a warning takes the strides its op's functional twin gives its result (strides), as CPU's
+// TensorIterator kernels restride the out= tensors they resize.
+static void resize_out(const at::Tensor& t, const ttpu_out& o, const std::vector<int64_t>& strides) {
   c10::IntArrayRef sizes(o.sizes, o.ndim);
   if (o.dtype == TTPU_RESIZE_QUIET) {
     t.resize_(sizes);
     return;
   }
   const bool resized = at::native::resize_output(t, sizes);
+  if (resized && o.dtype == TTPU_RESIZE_WARN && strides.size() == sizes.size()) {
+    t.as_strided_(sizes, strides);
+    return;
+  }
   if (resized && o.dtype == TTPU_RESIZE_COLUMN_MAJOR && o.ndim >= 2) {
     // Batches of column-major matrices, as LAPACK writes them.
     std::vector<int64_t> strides(o.ndim);
@@ -271,8 +277,11 @@ bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::j
     TORCH_CHECK(outs.size() <= mutated.size(), "torchtpu: ", name, " asked to resize ", outs.size(),
                 " arguments but has ", mutated.size(), " mutated ones");
     const size_t skip = mutated.size() - outs.size();
+    const auto twin = layout != nullptr ? out_layouts(*layout, *stack) : nullptr;
     for (size_t k = 0; k < outs.size(); ++k) {
-      resize_out((*stack)[first + mutated[skip + k]].toTensor(), outs[k]);
+      const std::vector<int64_t> strides =
+          twin ? strides_in(*twin, k, c10::IntArrayRef(outs[k].sizes, outs[k].ndim)) : std::vector<int64_t>{};
+      resize_out((*stack)[first + mutated[skip + k]].toTensor(), outs[k], strides);
     }
   }
 

@@ -100,11 +100,23 @@ func (c *Ctx) ComputesComplexHalf() bool {
 				}
 			}
 		}
-		if len(ops) > 0 && ResultType(ops...) == ComplexHalf {
+		if hasComplexHalf(ops) && ResultType(ops...) == ComplexHalf {
 			c.half = halfYes
 		}
 	}
 	return c.half == halfYes
+}
+
+// hasComplexHalf reports whether an operand is complex32: without one no
+// result is, and the result type is not asked (it refuses some pairs, such
+// as complex64 with uint16, that a copy_ between them never promotes).
+func hasComplexHalf(ops []Operand) bool {
+	for _, o := range ops {
+		if o.DType == ComplexHalf {
+			return true
+		}
+	}
+	return false
 }
 
 // ResultDType returns the dtype of v, a result of the running rule: the

@@ -78,6 +78,19 @@ CASES = {
     "batch norm stats out with running stats": lambda d: torch.ops.aten._native_batch_norm_legit.out(
         data(d, 4, 3), None, None, torch.zeros(3, device=d), torch.ones(3, device=d), True, 0.1, 1e-5,
         out=torch.zeros(1, device=d), save_mean=torch.zeros(1, device=d), save_invstd=torch.zeros(1, device=d)),
+    # A resized out of an elementwise op takes its inputs' memory order, as CPU's TensorIterator gives it.
+    "eq resized permuted": lambda d: torch.eq(data(d, 2, 3, 4).permute(0, 2, 1), data(d, 3),
+                                              out=torch.zeros(0, device=d, dtype=torch.bool)),
+    "add resized permuted": lambda d: torch.add(data(d, 3), data(d, 2, 3, 4).permute(0, 2, 1), alpha=2,
+                                                out=torch.zeros(0, device=d)),
+    "pow resized permuted": lambda d: torch.pow(data(d, 2, 3, 4).permute(0, 2, 1), 2, out=torch.zeros(0, device=d)),
+    "exp resized from a wrong size": lambda d: torch.exp(data(d, 2, 3, 4).permute(0, 2, 1), out=torch.zeros(5, device=d)),
+    "sigmoid resized channels_last": lambda d: torch.sigmoid(
+        data(d, 2, 3, 5, 5).to(memory_format=torch.channels_last), out=torch.zeros(0, device=d)),
+    "sum resized stays contiguous": lambda d: torch.sum(data(d, 2, 3, 4).permute(0, 2, 1), 1,
+                                                        out=torch.zeros(0, device=d)),
+    "cumsum resized stays contiguous": lambda d: torch.cumsum(data(d, 2, 3, 4).permute(0, 2, 1), 1,
+                                                              out=torch.zeros(0, device=d)),
     # Memory overlap.
     "gather into an expanded out": lambda d: torch.gather(data(d, 6), 0, torch.tensor([0, 2, 4], device=d),
                                                           out=torch.zeros(1, device=d).expand(3)),

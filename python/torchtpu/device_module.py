@@ -51,3 +51,19 @@ def init():
     from . import _runtime
 
     _runtime.require()
+
+
+def _legacy_storage_classes():
+    """The legacy typed-storage classes (FloatStorage, ...) as this module's attributes.
+
+    `Tensor.storage_type()` looks a tpu tensor's class up in torch.tpu by name and answered None without them.
+    tpu has no device-specific storage classes (CUDA's torch.cuda.FloatStorage allocates on CUDA): a tpu
+    tensor's storage type is torch's own, as for CPU and every other device but CUDA.
+    """
+    import torch
+
+    names = set(torch.storage._dtype_to_storage_type_map().values())
+    return {n: getattr(torch, n) for n in names if hasattr(torch, n)}
+
+
+globals().update(_legacy_storage_classes())
