@@ -168,3 +168,12 @@ def test_float32_sums_over_several_dims_stay_precise(mode, shape, dims):
             err = ((f(x.to("tpu")).cpu().double() - ref).abs() / ref.abs()).max().item()
             cpu = ((f(x).double() - ref).abs() / ref.abs()).max().item()
             assert err <= max(2 * cpu, 1.2e-7), (shape, dims, err, cpu)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_wide_unsigned_convert_to_complex(dtype):
+    """A copy from a wide unsigned dtype into complex64 or complex128 converts, as on CPU (complex64 was refused
+    as a promotion)."""
+    x = torch.tensor([0, 1, 7, 65535], dtype=torch.int64).to(dtype)
+    for c in (torch.complex64, torch.complex128):
+        torch.testing.assert_close(x.to("tpu").to(c).cpu(), x.to(c), rtol=0, atol=0)

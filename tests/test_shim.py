@@ -168,3 +168,13 @@ def test_lazy_clone_is_not_written_through(write):
     (ct, cc), (tt, tc) = seen
     assert torch.equal(tt, ct) and torch.equal(tc, cc)
     assert torch.equal(cc, torch.tensor([[0.0, 10.0], [20.0, 30.0]]))
+
+
+def test_storage_type_is_torchs_legacy_class():
+    """storage_type() of a tpu tensor names torch's legacy typed-storage class, as for CPU tensors (it was None)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.uint8, torch.bool,
+                      torch.complex64):
+            assert torch.ones(2, dtype=dtype, device="tpu").storage_type() is torch.ones(2, dtype=dtype).storage_type()
