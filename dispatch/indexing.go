@@ -1,6 +1,11 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+	"strings"
+
+	"torchtpu/hlo"
+)
 
 // advIndex is advanced indexing resolved on the host: the indexed
 // dimensions of the source, their int64 index values broadcast to one shape,
@@ -85,7 +90,7 @@ func (c *Ctx) maskIndices(handle any, m TensorMeta, d int64, sizes []int64) ([]h
 	}
 	for j, s := range m.Sizes {
 		if s != sizes[d+int64(j)] {
-			return nil, Errorf("The shape of the mask %s at index %d does not match the shape of the indexed tensor %s at index %d",
+			return nil, IndexErrorf("The shape of the mask %s at index %d does not match the shape of the indexed tensor %s at index %d",
 				shapeString(m.Sizes), j, shapeString(sizes), d+int64(j))
 		}
 	}
@@ -123,7 +128,7 @@ func (c *Ctx) maskIndices(handle any, m TensorMeta, d int64, sizes []int64) ([]h
 // index's place among the indexed dimensions, which CPU's message names.
 func (c *Ctx) integerIndices(handle any, m TensorMeta, d int64, pos int, sizes []int64) (hostIdx, error) {
 	if !m.DType.IsIntegral(false) {
-		return hostIdx{}, Errorf("tensors used as indices must be long, int, byte or bool tensors")
+		return hostIdx{}, IndexErrorf("tensors used as indices must be long, int, byte or bool tensors")
 	}
 	if d >= int64(len(sizes)) {
 		return hostIdx{}, Errorf("too many indices for tensor of dimension %d (got %d)", len(sizes), d+1)
@@ -159,7 +164,12 @@ func (c *Ctx) broadcastIndices(hs []hostIdx) (*advIndex, error) {
 	}
 	bshape, err := BroadcastShapes(shapes...)
 	if err != nil {
-		return nil, Errorf("shape mismatch: indexing tensors could not be broadcast together")
+		names := make([]string, len(shapes))
+		for i, sh := range shapes {
+			names[i] = shapeString(sh)
+		}
+		return nil, IndexErrorf("shape mismatch: indexing tensors could not be broadcast together with shapes %s",
+			strings.Join(names, ", "))
 	}
 	ai := &advIndex{bshape: bshape, adjacent: true}
 	for i, h := range hs {
@@ -266,7 +276,7 @@ func indexPut(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	out, offsetDims, _ := ai.layout(m.Sizes)
-	if _, err := BroadcastShapes(out, vm.Sizes); err != nil || len(vm.Sizes) > len(out) {
+	if bs, err := BroadcastShapes(out, vm.Sizes); err != nil || len(vm.Sizes) > len(out) || !slices.Equal(bs, out) {
 		return nil, Errorf("shape mismatch: value tensor of shape %s cannot be broadcast to indexing result of shape %s",
 			shapeString(vm.Sizes), shapeString(out))
 	}

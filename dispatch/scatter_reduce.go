@@ -162,6 +162,21 @@ func scatterReduceRule(op string, legacy bool) Fn {
 	}
 }
 
+// indexArgsError is CPU's error for index v out of [0, size) in dimension dim
+// of a rank-rank self: index_copy_ names it; index_add along the outer or
+// inner dimension of a matrix or more goes through CPU's scatter-add, whose
+// message is a RuntimeError; index_add elsewhere and index_reduce say
+// "index out of range in self".
+func indexArgsError(op string, v, dim, size int64, rank int) error {
+	switch {
+	case op == "index_copy":
+		return IndexErrorf("index_copy_(): index %d is out of bounds for dimension %d with size %d", v, dim, size)
+	case op == "index_add" && rank > 1 && (dim == 0 || dim == int64(rank-1)):
+		return Errorf("index %d is out of bounds for dimension %d with size %d", v, dim, size)
+	}
+	return IndexErrorf("index out of range in self")
+}
+
 // indexArgs checks index_add/index_copy/index_reduce's arguments (self, dim,
 // index, source) and returns the wrapped dim.
 func (c *Ctx) indexArgs(op string) (int64, error) {
@@ -202,7 +217,7 @@ func (c *Ctx) indexArgs(op string) (int64, error) {
 		size = m.Sizes[dim]
 	}
 	if err := c.checkIndices(2, size, func(v int64) error {
-		return IndexErrorf("%s(): index %d is out of bounds for dimension %d with size %d", op, v, dim, size)
+		return indexArgsError(op, v, dim, size, m.Rank())
 	}); err != nil {
 		return 0, err
 	}
@@ -282,7 +297,7 @@ func indexFill(c *Ctx) ([]*hlo.Value, error) {
 	hit := make([]int64, size)
 	for _, v := range idx {
 		if v < -size || v >= size {
-			return nil, Errorf("index %d is out of bounds for dimension %d with size %d", v, dim, size)
+			return nil, IndexErrorf("index %d is out of bounds for dimension %d with size %d", v, dim, size)
 		}
 		if v < 0 {
 			v += size

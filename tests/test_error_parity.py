@@ -69,6 +69,26 @@ CASES = {
         torch.ones(3, dtype=torch.complex64, device=d), dtype=torch.float32),
     "vector_norm complex dtype of real": lambda d: torch.linalg.vector_norm(
         torch.ones(3, dtype=torch.float16, device=d), dtype=torch.complex64),
+    "indices that do not broadcast": lambda d: torch.zeros(5, 5, device=d)[[0, 1], [0, 1, 2]],
+    "indices that do not broadcast, set": lambda d: torch.zeros(5, 5, device=d).__setitem__(([0, 1], [0, 1, 2]), 0),
+    "false mask beside a list": lambda d: torch.ones(2, 3, 4, device=d)[torch.tensor(False, device=d), [0, 1], ...],
+    "float indices": lambda d: torch.tensor([1, 2, 3], device=d)[torch.tensor([], device=d)],
+    "mask of the wrong shape": lambda d: torch.ones(5, 4, 3, device=d)[(slice(None), torch.zeros(4, 4, device=d,
+                                                                                              dtype=torch.uint8))],
+    "values that do not broadcast to the result": lambda d: (lambda a: a.__setitem__(
+        a > -1, torch.tensor([1, 2, 3], device=d)))(torch.arange(4, device=d)[:1]),
+    "index_fill out of range": lambda d: torch.zeros(5, device=d).index_fill_(0, torch.tensor([1, 10], device=d), 0.),
+    "setitem scalar out of range": lambda d: torch.zeros(5, device=d).__setitem__(torch.tensor([1, 10], device=d), 0),
+    "index_add of a vector out of range": lambda d: torch.zeros(5, device=d).index_add_(
+        0, torch.tensor([1, 5], device=d), torch.ones(2, device=d)),
+    "index_add of a matrix out of range": lambda d: torch.zeros(5, 3, device=d).index_add_(
+        1, torch.tensor([1, -1], device=d), torch.ones(5, 2, device=d)),
+    "index_add along a middle dim out of range": lambda d: torch.zeros(2, 5, 3, device=d).index_add_(
+        1, torch.tensor([1, 5], device=d), torch.ones(2, 2, 3, device=d)),
+    "index_copy out of range": lambda d: torch.zeros(5, device=d).index_copy(
+        0, torch.tensor([1, 5], device=d), torch.ones(2, device=d)),
+    "index_reduce out of range": lambda d: torch.zeros(5, 3, device=d).index_reduce_(
+        0, torch.tensor([1, 5], device=d), torch.ones(2, 3, device=d), "amax"),
     "uint16 with int32": lambda d: torch.ones(2, dtype=torch.uint16, device=d) * torch.ones(2, dtype=torch.int32, device=d),
 }
 
