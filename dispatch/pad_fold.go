@@ -48,7 +48,7 @@ func padArgs(c *Ctx, m TensorMeta, reflect bool, n int, padArg int) ([]*hlo.Valu
 		return nil, Errorf("padding size is expected to be %d, but got: %d", 2*n, len(pad))
 	}
 	r := m.Rank()
-	if r != n+1 && r != n+2 {
+	if (r != n+1 && r != n+2) || emptyBeyondBatch(m.Sizes, n+2) {
 		return nil, Errorf("Expected %dD or %dD (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for input, but got: %s",
 			n+1, n+2, shapeString(m.Sizes))
 	}
@@ -63,12 +63,20 @@ func padArgs(c *Ctx, m TensorMeta, reflect bool, n int, padArg int) ([]*hlo.Valu
 		if size+lo+hi < 1 {
 			return nil, Errorf("input (%s) is too small. Calculated output size: %d", shapeString(m.Sizes), size+lo+hi)
 		}
-		if size == 0 {
-			return nil, Errorf("Expected input with non-zero dimensions to pad, but got %s", shapeString(m.Sizes))
-		}
 		idx[i] = padIndex(c.B, reflect, size, lo, hi)
 	}
 	return idx, nil
+}
+
+// emptyBeyondBatch reports whether a dimension of sizes other than a
+// leading batch dimension (present when there are batchRank dims) is empty.
+func emptyBeyondBatch(sizes []int64, batchRank int) bool {
+	for d, n := range sizes {
+		if n == 0 && (d > 0 || len(sizes) != batchRank) {
+			return true
+		}
+	}
+	return false
 }
 
 // padRule is reflection_padNd / replication_padNd.
@@ -95,7 +103,7 @@ func padBackward(reflect bool, n int) Fn {
 		if err != nil {
 			return nil, err
 		}
-		if !m.DType.IsFloat() {
+		if !m.DType.IsFloat() && !m.DType.IsComplex() {
 			return nil, notImplemented("padding_backward", m.DType)
 		}
 		b := c.B
@@ -142,8 +150,8 @@ func foldArgs(c *Ctx, k int, hw [2]int64) (pos [2]*hlo.Value, kern, blocks, pad 
 func im2col(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
 	r := m.Rank()
-	if r != 3 && r != 4 {
-		return nil, Errorf("Expected 3D or 4D (batch mode) tensor for input with possible 0 batch size and non-zero dimensions, but got: %s", shapeString(m.Sizes))
+	if (r != 3 && r != 4) || emptyBeyondBatch(m.Sizes, 4) {
+		return nil, Errorf("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for input, but got: %s", shapeString(m.Sizes))
 	}
 	n := int64(1)
 	if r == 4 {
@@ -177,8 +185,8 @@ func col2im(c *Ctx) ([]*hlo.Value, error) {
 	if len(osz) != 2 {
 		return nil, Errorf("It is expected output_size equals to 2, but got size %d", len(osz))
 	}
-	if r != 2 && r != 3 {
-		return nil, Errorf("Expected 2D or 3D (batch mode) tensor for input with possible 0 batch size and non-zero dimensions, but got: %s", shapeString(m.Sizes))
+	if (r != 2 && r != 3) || emptyBeyondBatch(m.Sizes, 3) {
+		return nil, Errorf("Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions for input, but got: %s", shapeString(m.Sizes))
 	}
 	hw := [2]int64{osz[0], osz[1]}
 	pos, k, bl, pad, err := foldArgs(c, 2, hw)

@@ -90,6 +90,13 @@ CASES = {
     "index_reduce out of range": lambda d: torch.zeros(5, 3, device=d).index_reduce_(
         0, torch.tensor([1, 5], device=d), torch.ones(2, 3, device=d), "amax"),
     "uint16 with int32": lambda d: torch.ones(2, dtype=torch.uint16, device=d) * torch.ones(2, dtype=torch.int32, device=d),
+    "reflection_pad1d empty channel dim": lambda d: F.pad(torch.zeros(3, 0, 10, device=d), (2, 2), mode="reflect"),
+    "reflection_pad3d empty plane": lambda d: F.pad(torch.zeros(3, 8, 10, 0, 10, device=d), (1,) * 6, mode="reflect"),
+    "replication_pad2d empty plane": lambda d: F.pad(torch.zeros(3, 8, 0, 10, device=d), (2,) * 4, mode="replicate"),
+    "replication_pad1d unbatched empty": lambda d: F.pad(torch.zeros(0, 4, device=d), (1, 1), mode="replicate"),
+    "unfold empty channels": lambda d: F.unfold(torch.zeros(3, 0, 4, 5, device=d), (2, 3)),
+    "unfold unbatched empty": lambda d: F.unfold(torch.zeros(0, 4, 5, device=d), 2),
+    "fold empty columns": lambda d: F.fold(torch.zeros(3, 0, 4, device=d), (3, 3), 2),
 }
 
 

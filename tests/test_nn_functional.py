@@ -118,6 +118,18 @@ def test_pad(mode, fn):
     compare(lambda x: F.pad(x, (2, 1), mode=fn), randn(2, 3, 5))
 
 
+@pytest.mark.parametrize("fn", ["reflect", "replicate"])
+def test_pad_backward_of_complex(mode, fn):
+    x = torch.randn(2, 3, 5, dtype=torch.complex64, generator=g)
+    grads = []
+    for dev in ("cpu", "tpu"):
+        leaf = x.detach().to(dev).requires_grad_()
+        w = torch.arange(10, dtype=torch.float32).to(dev)
+        (F.pad(leaf, (2, 3), mode=fn).abs() * w).sum().backward()
+        grads.append(leaf.grad.cpu())
+    torch.testing.assert_close(grads[1], grads[0])
+
+
 def test_fold_unfold(mode):
     x = randn(2, 3, 7, 8)
     compare(lambda x: F.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)), x)
