@@ -68,6 +68,10 @@ ttpu_tensor ArgList::tensor_desc(const at::Tensor& t) {
     }
     return describe(t);
   }
+  // Advanced indexing of a CPU tensor by tpu indices: the CPU tensor comes first, before any tpu one.
+  TORCH_CHECK(device_.has_value() || t.dim() == 0 || !t.device().is_cpu() ||
+                  !(op_ == "aten::index.Tensor" || op_.rfind("aten::index_put", 0) == 0 || op_ == "aten::_index_put_impl_"),
+              "indices should be either on cpu or on the same device as the indexed tensor (cpu)");
   TORCH_CHECK(t.device().is_cpu() && t.dim() == 0,
               "Expected all tensors to be on the same device, but found at least two devices, tpu:",
               static_cast<int>(device()), " and ", t.device().str(), "! (in ", op_, ")");

@@ -129,3 +129,14 @@ def test_uint8_masks_warn_as_cpu_does(mode):
     torch.testing.assert_close(a, ca)
     torch.testing.assert_close(y, cy)
     assert warned == cwarned and len(cwarned) == 4
+
+
+def test_cpu_tensor_indexed_by_tpu_indices_is_refused_as_cuda_refuses_it():
+    """A CPU tensor indexed by tpu indices (alone or mixed with CPU ones) raises the error CUDA raises, naming cpu."""
+    x = torch.randn(3, 4, 4, 4, 3)
+    ia, ib = torch.tensor([0, 2, 1], device="tpu"), torch.tensor([0, 2, 1])
+    for index in [lambda: x[:, ia, None, ib, 0], lambda: x[ia], lambda: x.index_put_((ia,), torch.tensor(1.0))]:
+        with pytest.raises(RuntimeError, match=r"^indices should be either on cpu or on the same device as the "
+                                               r"indexed tensor \(cpu\)"):
+            index()
+    assert x.device.type == "cpu"
