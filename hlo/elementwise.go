@@ -28,8 +28,31 @@ func (b *Builder) Add(x, y *Value) *Value { return b.binary("add", x, y) }
 // Sub returns x - y elementwise.
 func (b *Builder) Sub(x, y *Value) *Value { return b.binary("subtract", x, y) }
 
-// Mul returns x * y elementwise.
-func (b *Builder) Mul(x, y *Value) *Value { return b.binary("multiply", x, y) }
+// Mul returns x * y elementwise. XLA rewrites x*convert(p) of a predicate p
+// into select(p, x, 0), which loses the NaN of inf*0 and the sign of -1*0:
+// a float factor converted from a predicate is spelled as select(p, x, x*0),
+// a complex one is built from its parts, so the product stays a product.
+func (b *Builder) Mul(x, y *Value) *Value {
+	if p := predicateOf(x); p != nil && (x.T.Elem.IsFloat() || x.T.Elem.IsComplex()) {
+		x, y = y, x
+	}
+	if p := predicateOf(y); p != nil && y.T.Elem.IsFloat() {
+		return b.Select(p, x, b.binary("multiply", x, b.Constant(x.T, 0)))
+	}
+	if p := predicateOf(y); p != nil && y.T.Elem.IsComplex() {
+		re := b.Convert(p, y.T.Elem.Real())
+		y = b.Complex(re, b.Constant(re.T, 0))
+	}
+	return b.binary("multiply", x, y)
+}
+
+// predicateOf returns the predicate v was converted from, or nil.
+func predicateOf(v *Value) *Value {
+	if v.node == nil || v.node.op != "stablehlo.convert" || v.node.operands[0].T.Elem != Pred {
+		return nil
+	}
+	return v.node.operands[0]
+}
 
 // Div returns x / y elementwise (integer division truncates).
 func (b *Builder) Div(x, y *Value) *Value { return b.binary("divide", x, y) }

@@ -29,6 +29,10 @@ func (b *Builder) BroadcastInDim(x *Value, dims []int64, mapping []int64) *Value
 			return x
 		}
 	}
+	if p := predicateOf(x); p != nil {
+		// Broadcast the predicate, then convert, so that Mul sees the conversion.
+		return b.Convert(b.BroadcastInDim(p, dims, mapping), x.T.Elem)
+	}
 	return b.op("stablehlo.broadcast_in_dim", t, "{broadcast_dimensions = "+i64Array(mapping)+"}", x)
 }
 

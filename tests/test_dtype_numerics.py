@@ -177,3 +177,23 @@ def test_wide_unsigned_convert_to_complex(dtype):
     x = torch.tensor([0, 1, 7, 65535], dtype=torch.int64).to(dtype)
     for c in (torch.complex64, torch.complex128):
         torch.testing.assert_close(x.to("tpu").to(c).cpu(), x.to(c), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.complex64])
+def test_product_with_a_bool_mask_keeps_nans_and_signed_zeros(mode, dtype):
+    """x * mask with a bool tensor is x * 0 where the mask is False, as on CPU: inf and nan give NaN, -1 gives -0
+    (XLA would rewrite the product into a select that gives +0), also when the mask broadcasts or comes from a
+    comparison in the same graph."""
+    x = torch.tensor([float("inf"), float("nan"), -1.0, 2.0, -float("inf"), -0.0]).to(dtype)
+    m = torch.tensor([False, True, False, True, False, False])
+
+    def run(device):
+        xd, md = x.to(device), m.to(device)
+        return [xd * md, md * xd, xd.view(6, 1) * md, xd * (xd.real > 0), torch.mul(xd, md), xd.clone().mul_(md)]
+    for t, c in zip(run("tpu"), run("cpu")):
+        t = t.cpu()
+        torch.testing.assert_close(t, c, equal_nan=True, atol=0, rtol=0)
+        parts = [t.real, t.imag] if t.is_complex() else [t]
+        cparts = [c.real, c.imag] if c.is_complex() else [c]
+        for tp, cp in zip(parts, cparts):
+            assert torch.equal(torch.signbit(tp), torch.signbit(cp)) or torch.isnan(cp).any()
