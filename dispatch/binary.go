@@ -79,7 +79,8 @@ func divMode(c *Ctx) ([]*hlo.Value, error) {
 		}
 		return []*hlo.Value{q}, nil
 	case "floor":
-		return []*hlo.Value{floorDiv(b, x, y, d)}, nil
+		q, err := floorDivideOp(b, x, y, d)
+		return []*hlo.Value{q}, err
 	}
 	return nil, Errorf("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'", mode)
 }
@@ -89,11 +90,9 @@ func truncFloat(b *hlo.Builder, q *hlo.Value) *hlo.Value {
 	return b.Select(b.Compare(hlo.LT, q, zero), b.Ceil(q), b.Floor(q))
 }
 
-// floorDiv rounds the quotient toward negative infinity, as Python's //.
+// floorDiv rounds the quotient toward negative infinity, as Python's //
+// does for integers (floats take floorDivideOp's steps).
 func floorDiv(b *hlo.Builder, x, y *hlo.Value, d DType) *hlo.Value {
-	if d.IsFloat() {
-		return b.Floor(b.Div(x, y))
-	}
 	q := b.Div(x, y)
 	r := b.Rem(x, y)
 	zero := b.BroadcastTo(b.Scalar(d.Elem(), 0), x.T.Shape)

@@ -118,6 +118,14 @@ def test_div_rounding(mode, rounding):
     ia, ib = torch.tensor([7, -7, 7, -7, 0]), torch.tensor([2, 2, -2, -2, 3])
     check(lambda x, y: torch.div(x, y, rounding_mode=rounding), ia, ib)
     check(lambda x: torch.div(x, 3, rounding_mode=rounding), ia)
+    # Quotients that round up to an integer, infinities and zero divisors: floor takes CPU's fmod-based steps
+    # (1 / 0.1 floors to 9, inf floors to nan), not floor(x / y).
+    fa = torch.tensor([1.0, 7.0, -7.0, 0.3, 5.5, float("inf"), 2.0, -0.0, 1.0, -1.0])
+    fb = torch.tensor([0.1, 0.7, 0.7, 0.1, -1.1, 3.0, float("inf"), 3.0, 0.0, 0.0])
+    for dtype in (torch.float32, torch.float64):
+        check(lambda x, y: torch.div(x, y, rounding_mode=rounding), fa.to(dtype), fb.to(dtype))
+        check(lambda x: torch.div(x, 0.1, rounding_mode=rounding), fa.to(dtype))
+        check(lambda x: x.clone().div_(0.7, rounding_mode=rounding), fa.to(dtype))
 
 
 @pytest.mark.parametrize("name", ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu"])
