@@ -122,9 +122,14 @@ func hasComplexHalf(ops []Operand) bool {
 // ResultDType returns the dtype of v, a result of the running rule: the
 // dtype of its element type, except in an op that computes complex32
 // (ComputesComplexHalf), whose complex64 results are complex32 and whose
-// float32 results (abs, norms) are float16, each rounded when stored.
+// float32 results (abs, norms) are float16, each rounded when stored, and
+// except in an op that computes a float8 dtype, whose float32 results are of
+// that dtype (float8.go).
 func (c *Ctx) ResultDType(v *hlo.Value) DType {
 	d := FromElem(v.T.Elem)
+	if f := c.computesFloat8(); f != Undefined && d == Float32 {
+		return f
+	}
 	if (d != Complex64 && d != Float32) || !c.ComputesComplexHalf() {
 		return d
 	}

@@ -1,0 +1,92 @@
+package dispatch
+
+// The float8 dtypes are computed as float32: a rule reads a float8 tensor
+// as float32 values, and its float32 results are of the float8 dtype the op
+// computes, rounded to it with CPU's rounding when stored (engine/stored.go).
+// Which dtype that is comes from the op's arguments: a dtype argument, else
+// the first float8 tensor argument (PyTorch promotes a float8 dtype with no
+// other, so an op's float8 tensors share one). Only the ops CPU implements
+// for float8 run on tpu for it; for the others the call goes to CPU like an
+// op without a rule, so it computes what CPU computes or raises CPU's
+// NotImplementedError.
+
+// float8Ops lists, by the base name of their functional rule, the ops CPU
+// PyTorch implements for the float8 dtypes that have tpu rules: copies,
+// conversions and fills, indexing by index tensors and masks, concatenation,
+// padding and the scatters of views, equality and value tests (isnan,
+// isinf), where, and the products CPU computes in float and rounds once
+// (mul of two tensors, abs, matrix products). CPU has none for add, sums,
+// division, order comparisons, sorting, gather and scatter, among others.
+// Left out, so that they behave on CPU as CPU does: mul by a Python number
+// (CPU refuses it) and index_put's accumulate (CPU rounds after each add).
+var float8Ops = map[string]bool{
+	"_to_copy": true, "abs": true, "addmm": true, "all": true, "any": true, "as_strided_scatter": true,
+	"cat": true, "clone": true, "constant_pad_nd": true, "copy": true, "diagonal_scatter": true,
+	"eq": true, "fill": true, "index": true, "index_put": true, "index_select": true, "isinf": true,
+	"isnan": true, "masked_select": true, "mm": true, "mul": true, "ne": true, "repeat": true,
+	"roll": true, "select_scatter": true, "slice_scatter": true, "where": true, "zero": true,
+}
+
+// Float8Op reports whether op (any variant name) runs on tpu for float8
+// tensors.
+func Float8Op(op string) bool {
+	e, ok := Lookup(op)
+	return ok && float8Ops[ruleBase(e.Rule)]
+}
+
+// AcceptsFloat8 reports whether op runs on tpu for args: it has no float8
+// tensor argument, or it is one of the ops CPU implements for float8
+// (Float8Op) and its arguments are ones CPU takes.
+func AcceptsFloat8(op string, args []Arg) bool {
+	has := false
+	for _, a := range args {
+		for _, m := range a.Tensors {
+			has = has || m.Defined && m.DType.IsFloat8()
+		}
+	}
+	if !has {
+		return true
+	}
+	if !Float8Op(op) {
+		return false
+	}
+	e, _ := Lookup(op)
+	switch ruleBase(e.Rule) {
+	case "mul":
+		// CPU multiplies float8 tensors, but not a float8 tensor by a number.
+		for _, a := range args {
+			if a.IsScalar() || a.Kind == ArgTensor && a.Tensors[0].Defined && a.Tensors[0].Number {
+				return false
+			}
+		}
+	case "index_put":
+		for _, a := range args {
+			if a.Kind == ArgBool && a.Int != 0 {
+				return false // accumulate
+			}
+		}
+	}
+	return true
+}
+
+// computesFloat8 returns the float8 dtype the running op computes, or
+// Undefined: its dtype argument's when the rule read one (DTypeArg), else
+// that of its first float8 tensor argument that is no out= argument.
+func (c *Ctx) computesFloat8() DType {
+	if c.f8Known {
+		return c.f8
+	}
+	c.f8, c.f8Known = Undefined, true
+	for _, a := range c.Args[:len(c.Args)-c.OutArgs] {
+		if a.Kind != ArgTensor && a.Kind != ArgTensorList {
+			continue
+		}
+		for _, m := range a.Tensors {
+			if m.Defined && m.DType.IsFloat8() {
+				c.f8 = m.DType
+				return c.f8
+			}
+		}
+	}
+	return c.f8
+}
