@@ -15,16 +15,18 @@ package dispatch
 // conversions and fills, indexing by index tensors and masks, concatenation,
 // padding and the scatters of views, equality and value tests (isnan,
 // isinf), where, and the products CPU computes in float and rounds once
-// (mul of two tensors, abs, matrix products). CPU has none for add, sums,
-// division, order comparisons, sorting, gather and scatter, among others.
-// Left out, so that they behave on CPU as CPU does: mul by a Python number
-// (CPU refuses it) and index_put's accumulate (CPU rounds after each add).
+// (mul of two tensors, abs, matrix products), and sum and mean into another
+// dtype (their rules send a float8 result to CPU, which refuses it). CPU has
+// none for add, division, order comparisons, sorting, gather and scatter,
+// among others. Left out, so that they behave on CPU as CPU does: mul by a
+// number or a one-element tensor (CPU refuses it), and index_put's
+// accumulate (CPU rounds after each add).
 var float8Ops = map[string]bool{
 	"_to_copy": true, "abs": true, "addmm": true, "all": true, "any": true, "as_strided_scatter": true,
 	"cat": true, "clone": true, "constant_pad_nd": true, "copy": true, "diagonal_scatter": true,
 	"eq": true, "fill": true, "index": true, "index_put": true, "index_select": true, "isinf": true,
-	"isnan": true, "masked_select": true, "mm": true, "mul": true, "ne": true, "repeat": true,
-	"roll": true, "select_scatter": true, "slice_scatter": true, "where": true, "zero": true,
+	"isnan": true, "masked_select": true, "mean": true, "mm": true, "mul": true, "ne": true, "repeat": true,
+	"roll": true, "select_scatter": true, "slice_scatter": true, "sum": true, "where": true, "zero": true,
 }
 
 // Float8Op reports whether op (any variant name) runs on tpu for float8
@@ -53,9 +55,10 @@ func AcceptsFloat8(op string, args []Arg) bool {
 	e, _ := Lookup(op)
 	switch ruleBase(e.Rule) {
 	case "mul":
-		// CPU multiplies float8 tensors, but not a float8 tensor by a number.
-		for _, a := range args {
-			if a.IsScalar() || a.Kind == ArgTensor && a.Tensors[0].Defined && a.Tensors[0].Number {
+		// CPU multiplies float8 tensors, but not by a number or a second
+		// operand of one element (its kernel's scalar path has no float8).
+		for _, a := range args[1:] {
+			if a.IsScalar() || a.Kind == ArgTensor && a.Tensors[0].Numel() == 1 {
 				return false
 			}
 		}

@@ -35,6 +35,9 @@ func cppName(d DType) string {
 	case Complex128:
 		return "c10::complex<double>"
 	}
+	if d.IsFloat8() {
+		return "c10::" + scalarTypeName(d)
+	}
 	return d.String()
 }
 
