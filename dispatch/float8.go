@@ -1,5 +1,7 @@
 package dispatch
 
+import "torchtpu/hlo"
+
 // The float8 dtypes are computed as float32: a rule reads a float8 tensor
 // as float32 values, and its float32 results are of the float8 dtype the op
 // computes, rounded to it with CPU's rounding when stored (engine/stored.go).
@@ -22,7 +24,7 @@ package dispatch
 // number or a one-element tensor (CPU refuses it), and index_put's
 // accumulate (CPU rounds after each add).
 var float8Ops = map[string]bool{
-	"_to_copy": true, "abs": true, "addmm": true, "all": true, "any": true, "as_strided_scatter": true,
+	"_to_copy": true, "abs": true, "abs_": true, "addmm": true, "all": true, "any": true, "as_strided_scatter": true,
 	"cat": true, "clone": true, "constant_pad_nd": true, "copy": true, "diagonal_scatter": true,
 	"eq": true, "fill": true, "index": true, "index_put": true, "index_select": true, "isinf": true,
 	"isnan": true, "masked_select": true, "mean": true, "mm": true, "mul": true, "ne": true, "repeat": true,
@@ -72,14 +74,44 @@ func AcceptsFloat8(op string, args []Arg) bool {
 	return true
 }
 
+// float8Arith lists the ops of float8Ops that compute in float, as CPU's
+// kernels do: a float8_e5m2 NaN operand's payload is lost, as it is on CPU.
+var float8Arith = map[string]bool{"addmm": true, "mean": true, "mm": true, "mul": true, "sum": true}
+
+// float8Arithmetic reports whether op is one of float8Arith.
+func float8Arithmetic(op string) bool {
+	e, ok := Lookup(op)
+	return ok && float8Arith[ruleBase(e.Rule)]
+}
+
+// float8Abs wraps the abs rule: CPU's float8 kernel negates what is below
+// zero and keeps the rest as it is, so -0 and a NaN's sign survive.
+func float8Abs(abs Fn) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		if !c.Meta(0).DType.IsFloat8() {
+			return abs(c)
+		}
+		b, x := c.B, c.T(0)
+		neg := b.Compare(hlo.LT, x, b.BroadcastTo(b.Scalar(x.T.Elem, 0), x.T.Shape))
+		return []*hlo.Value{b.Select(neg, b.Neg(x), x)}, nil
+	}
+}
+
 // computesFloat8 returns the float8 dtype the running op computes, or
-// Undefined: its dtype argument's when the rule read one (DTypeArg), else
-// that of its first float8 tensor argument that is no out= argument.
+// Undefined: its dtype argument's when the rule read one (DTypeArg), the
+// destination's for copy, else that of its first float8 tensor argument
+// that is no out= argument.
 func (c *Ctx) computesFloat8() DType {
 	if c.f8Known {
 		return c.f8
 	}
 	c.f8, c.f8Known = Undefined, true
+	if e, ok := Lookup(c.Op); ok && ruleBase(e.Rule) == "copy" {
+		if d := c.Args[0].Tensors[0].DType; d.IsFloat8() {
+			c.f8 = d
+		}
+		return c.f8
+	}
 	for _, a := range c.Args[:len(c.Args)-c.OutArgs] {
 		if a.Kind != ArgTensor && a.Kind != ArgTensorList {
 			continue

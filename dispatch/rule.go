@@ -280,7 +280,13 @@ var ErrRunOnCPU = errors.New("runs on CPU")
 func (c *Ctx) Meta(i int) TensorMeta { return c.Args[i].Tensors[0] }
 
 // T returns the value of tensor argument i.
-func (c *Ctx) T(i int) *hlo.Value { return c.R.Read(c.Args[i].Handles[0]) }
+func (c *Ctx) T(i int) *hlo.Value {
+	v := c.R.Read(c.Args[i].Handles[0])
+	if c.Args[i].Tensors[0].DType == Float8E5M2 && float8Arithmetic(c.Op) {
+		v = c.B.Float8CanonicalNaN(v)
+	}
+	return v
+}
 
 // List returns the values of the tensor-list argument i (nil for undefined entries).
 func (c *Ctx) List(i int) []*hlo.Value {

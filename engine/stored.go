@@ -10,7 +10,8 @@ import (
 // How a dtype is stored and how it is computed. Every dtype but complex32 and
 // float8 is stored in the element type its rules compute it in. A float8
 // storage holds its XLA float8 type (CPU's bytes), computed as float32:
-// load widens it exactly, store rounds with CPU's rounding (hlo.Float8Bits). complex32 has no XLA
+// load widens it exactly, store rounds with CPU's rounding (hlo.Float8Bits);
+// a float8_e5m2 NaN's payload survives both (hlo.Float8Load). complex32 has no XLA
 // element type: a complex32 storage holds float16 (real, imaginary) pairs
 // along one extra trailing dimension of 2, the bytes CPU PyTorch holds, so
 // host copies are byte copies and float16 views of it (view_as_real,
@@ -33,7 +34,7 @@ func storedType(d dispatch.DType, shape []int64) hlo.Type {
 // load turns the stored value v of dtype d into the value rules compute with.
 func load(b *hlo.Builder, v *hlo.Value, d dispatch.DType) *hlo.Value {
 	if d.IsFloat8() {
-		return b.Float8ToF32(v)
+		return b.Float8Load(v)
 	}
 	if d != dispatch.ComplexHalf {
 		return v
@@ -59,7 +60,7 @@ func store(b *hlo.Builder, v *hlo.Value, d dispatch.DType) *hlo.Value {
 		if v.T.Elem != hlo.F32 { // float64 rounds to float32 first, as CPU's conversion does
 			v = b.Convert(v, hlo.F32)
 		}
-		return b.Float8FromF32(v, d.StoredElem())
+		return b.Float8Store(v, d.StoredElem())
 	}
 	if d != dispatch.ComplexHalf {
 		if v.T.Elem != d.Elem() {

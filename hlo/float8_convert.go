@@ -8,6 +8,13 @@ package hlo
 // Float8FromF32 rounds the f32 tensor v to the float8 type e, as
 // Float8Format.FromFloat32 does element by element.
 func (b *Builder) Float8FromF32(v *Value, e Elem) *Value {
+	return b.BitcastConvert(b.float8Bits(v, e), e)
+}
+
+// float8Bits is Float8FromF32 with the patterns as ui8. The float8 values
+// themselves are only bitcast: XLA's CPU backend computes float8 selects and
+// concatenations in a wider type, which loses NaN signs and payloads.
+func (b *Builder) float8Bits(v *Value, e Elem) *Value {
 	f, ok := float8Formats[e]
 	mustf(ok && v.T.Elem == F32, "Float8FromF32: %v to %s", v.T, e)
 	shape := v.T.Shape
@@ -41,7 +48,7 @@ func (b *Builder) Float8FromF32(v *Value, e Elem) *Value {
 		unsigned := b.Or(cmp(EQ, code, k(0)), cmp(EQ, code, k(0x80)))
 		out = b.Select(unsigned, code, out)
 	}
-	return b.BitcastConvert(b.Convert(out, U8), e)
+	return b.Convert(out, U8)
 }
 
 // Float8ToF32 widens the float8 tensor v to f32 exactly; a NaN becomes the
@@ -52,12 +59,14 @@ func (b *Builder) Float8ToF32(v *Value) *Value {
 	shape := v.T.Shape
 	k := func(c int64) *Value { return b.BroadcastTo(b.ConstantInt(T(U32), c), shape) }
 	x := b.Convert(b.BitcastConvert(v, U8), U32)
-	wide := b.Convert(v, F32)
+	// NaNs are chosen among bits, never among floats: XLA's CPU backend does
+	// not keep a NaN's bits through a select of floats.
+	wide := b.BitcastConvert(b.Convert(v, F32), U32)
 	var nan *Value
 	switch {
 	case f.FNUZ:
 		// c10 gives the signalling NaN with the lowest payload.
-		return b.Select(b.Compare(EQ, x, k(0x80)), b.BitcastConvert(k(0x7f800001), F32), wide)
+		return b.BitcastConvert(b.Select(b.Compare(EQ, x, k(0x80)), k(0x7f800001), wide), F32)
 	case f.Inf != 0:
 		// Through float16: the payload moves up and the NaN is made quiet.
 		payload := b.ShiftLeft(b.And(x, k(3)), k(21))
@@ -66,7 +75,7 @@ func (b *Builder) Float8ToF32(v *Value) *Value {
 		nan = b.Or(k(0x7ff00000), b.ShiftLeft(b.And(x, k(0x80)), k(24)))
 	}
 	isNaN := b.Compare(GT, b.And(x, k(0x7f)), k(int64(f.nanFloor())))
-	return b.Select(isNaN, b.BitcastConvert(nan, F32), wide)
+	return b.BitcastConvert(b.Select(isNaN, nan, wide), F32)
 }
 
 // nanFloor returns the largest unsigned pattern below the NaNs of a format
@@ -76,4 +85,60 @@ func (f Float8Format) nanFloor() uint8 {
 		return f.Inf
 	}
 	return f.MaxCode
+}
+
+// float8_e5m2 has six NaNs: three payloads, two signs. PyTorch's copies keep
+// them; its conversions make each 0x7F or 0xFF. The float32 form a device
+// computes float8_e5m2 in (Float8Load) keeps the payload p in the low bits of
+// a quiet NaN, sign | 0x7FC00000 | p, so values that only move keep it, and
+// Float8Store puts it back; Float8CanonicalNaN turns such a NaN into the
+// float32 PyTorch's conversion gives. Every other format has one NaN per
+// sign, which float32 keeps as it is.
+
+// Float8Load widens the float8 tensor v to the f32 form rules compute in:
+// Float8ToF32's values, with float8_e5m2's NaN payloads kept in low bits.
+func (b *Builder) Float8Load(v *Value) *Value {
+	w := b.Float8ToF32(v)
+	if v.T.Elem != F8E5M2 {
+		return w
+	}
+	shape := v.T.Shape
+	k := func(c int64) *Value { return b.BroadcastTo(b.ConstantInt(T(U32), c), shape) }
+	x := b.Convert(b.BitcastConvert(v, U8), U32)
+	isNaN := b.Compare(GT, b.And(x, k(0x7f)), k(0x7c))
+	kept := b.Or(b.Or(k(0x7fc00000), b.And(x, k(3))), b.ShiftLeft(b.And(x, k(0x80)), k(24)))
+	return b.BitcastConvert(b.Select(isNaN, kept, b.BitcastConvert(w, U32)), F32)
+}
+
+// Float8Store rounds the f32 tensor v to the float8 type e as Float8FromF32
+// does, except that a float8_e5m2 NaN payload Float8Load kept comes back.
+func (b *Builder) Float8Store(v *Value, e Elem) *Value {
+	if e != F8E5M2 {
+		return b.Float8FromF32(v, e)
+	}
+	k := func(c int64) *Value { return b.BroadcastTo(b.ConstantInt(T(U32), c), v.T.Shape) }
+	x, payload, kept := e5m2Kept(b, v)
+	back := b.Or(b.Or(b.ShiftRightLogical(b.And(x, k(0x80000000)), k(24)), k(0x7c)), payload)
+	return b.BitcastConvert(b.Select(kept, b.Convert(back, U8), b.float8Bits(v, e)), e)
+}
+
+// Float8CanonicalNaN returns the f32 tensor v with each float8_e5m2 NaN
+// payload Float8Load kept replaced by the float32 NaN PyTorch's conversion
+// of that float8 pattern gives (Float8ToF32's).
+func (b *Builder) Float8CanonicalNaN(v *Value) *Value {
+	x, payload, kept := e5m2Kept(b, v)
+	k := func(c int64) *Value { return b.BroadcastTo(b.ConstantInt(T(U32), c), v.T.Shape) }
+	canon := b.Or(b.And(x, k(0x80000000)), b.Or(k(0x7fc00000), b.ShiftLeft(payload, k(21))))
+	return b.BitcastConvert(b.Select(kept, canon, x), F32)
+}
+
+// e5m2Kept returns the bits of the f32 tensor v, the low payload bits, and
+// where v holds a float8_e5m2 NaN payload Float8Load kept.
+func e5m2Kept(b *Builder, v *Value) (x, payload, kept *Value) {
+	mustf(v.T.Elem == F32, "float8_e5m2 NaN payloads live in f32, not %v", v.T)
+	k := func(c int64) *Value { return b.BroadcastTo(b.ConstantInt(T(U32), c), v.T.Shape) }
+	x = b.BitcastConvert(v, U32)
+	abs := b.And(x, k(0x7fffffff))
+	kept = b.And(b.Compare(GT, abs, k(0x7fc00000)), b.Compare(LE, abs, k(0x7fc00003)))
+	return x, b.And(x, k(3)), kept
 }

@@ -117,3 +117,32 @@ func TestFloat8ToF32(t *testing.T) {
 		}
 	}
 }
+
+// TestFloat8LoadStore checks the form values are computed in: loading and
+// storing every pattern gives it back (float8_e5m2's NaN payloads included),
+// and a loaded value made canonical is what Float8ToF32 gives.
+func TestFloat8LoadStore(t *testing.T) {
+	in := make([]byte, 256)
+	for i := range in {
+		in[i] = byte(i)
+	}
+	c := newClient(t, ClientOptions{})
+	for _, f := range float8Elems {
+		b := hlo.NewBuilder()
+		p := b.Param(hlo.T(f.elem, 256))
+		loaded := b.Float8Load(p)
+		canon := b.BitcastConvert(b.Float8CanonicalNaN(loaded), hlo.U32)
+		text, _ := b.Module([]*hlo.Value{b.Float8Store(loaded, f.elem), canon, b.BitcastConvert(b.Float8ToF32(p), hlo.U32)})
+		exe := compile(t, c, text, DefaultCompileOptions())
+		res := run(t, exe, []*Buffer{upload(t, c, in, f.dt, []int64{256}, 0)}, 0)
+		back, got, want := download(t, res[0]), download(t, res[1]), download(t, res[2])
+		for i := range in {
+			if back[i] != in[i] {
+				t.Errorf("%s: pattern %02x stores back as %02x", f.elem, i, back[i])
+			}
+			if g, w := binary.LittleEndian.Uint32(got[4*i:]), binary.LittleEndian.Uint32(want[4*i:]); g != w {
+				t.Errorf("%s: pattern %02x made canonical is %08x, want %08x", f.elem, i, g, w)
+			}
+		}
+	}
+}
