@@ -15,8 +15,8 @@ import "torchtpu/hlo"
 // float8Ops lists, by the base name of their functional rule, the ops CPU
 // PyTorch implements for the float8 dtypes that have tpu rules: copies,
 // conversions and fills, indexing by index tensors and masks, concatenation,
-// padding and the scatters of views, equality and value tests (isnan,
-// isinf), where, and the products CPU computes in float and rounds once
+// padding and rolls, equality and value tests (isnan, isinf), where, and the
+// products CPU computes in float and rounds once
 // (mul of two tensors, abs, matrix products), and sum and mean into another
 // dtype (their rules send a float8 result to CPU, which refuses it). CPU has
 // none for add, division, order comparisons, sorting, gather and scatter,
@@ -24,11 +24,10 @@ import "torchtpu/hlo"
 // number or a one-element tensor (CPU refuses it), and index_put's
 // accumulate (CPU rounds after each add).
 var float8Ops = map[string]bool{
-	"_to_copy": true, "abs": true, "abs_": true, "addmm": true, "all": true, "any": true, "as_strided_scatter": true,
-	"cat": true, "clone": true, "constant_pad_nd": true, "copy": true, "diagonal_scatter": true,
-	"eq": true, "fill": true, "index": true, "index_put": true, "index_select": true, "isinf": true,
-	"isnan": true, "masked_select": true, "mean": true, "mm": true, "mul": true, "ne": true, "repeat": true,
-	"roll": true, "select_scatter": true, "slice_scatter": true, "sum": true, "where": true, "zero": true,
+	"abs": true, "abs_": true, "addmm": true, "all": true, "any": true, "cat": true, "clone": true,
+	"constant_pad_nd": true, "copy": true, "eq": true, "fill": true, "index": true, "index_put": true,
+	"index_select": true, "isinf": true, "isnan": true, "masked_select": true, "mean": true, "mm": true,
+	"mul": true, "ne": true, "roll": true, "sum": true, "where": true, "zero": true,
 }
 
 // Float8Op reports whether op (any variant name) runs on tpu for float8
