@@ -251,6 +251,13 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
   if (!self.is_same_size(other)) {
     return false;
   }
+  // CPU compares a tensor with itself (the same view of the same storage) by looking for NaNs, a kernel
+  // it lacks for float8.
+  const bool same_view = self.is_alias_of(other) && self.storage_offset() == other.storage_offset() &&
+                         self.strides().equals(other.strides()) && self.is_neg() == other.is_neg() &&
+                         self.is_conj() == other.is_conj();
+  TORCH_CHECK_NOT_IMPLEMENTED(!same_view || !c10::isFloat8Type(self.scalar_type()),
+                              "\"equal_notnan_cpu\" not implemented for '", self.scalar_type(), "'");
   if (self.numel() == 0) {
     return true;
   }

@@ -77,7 +77,9 @@ func (c *Ctx) SetComplexHalf() { c.half = halfYes }
 // ComputesComplexHalf reports whether the running op computes complex32: a
 // dtype argument says so, or its tensor arguments' result type is
 // complex32. Python numbers never widen complex32, and an explicit dtype
-// argument of another dtype decides against it.
+// argument of another dtype decides against it. Float8 arguments take no
+// part: PyTorch promotes them with no other dtype, so they meet complex32
+// only in copies, which the rule's result type decides.
 func (c *Ctx) ComputesComplexHalf() bool {
 	if c.half == halfFromArgs {
 		c.half = halfNo
@@ -85,12 +87,12 @@ func (c *Ctx) ComputesComplexHalf() bool {
 		for i, a := range c.Args[:len(c.Args)-c.OutArgs] {
 			switch a.Kind {
 			case ArgTensor:
-				if a.Tensors[0].Defined {
+				if a.Tensors[0].Defined && !a.Tensors[0].DType.IsFloat8() {
 					ops = append(ops, c.Operand(i))
 				}
 			case ArgTensorList:
 				for _, m := range a.Tensors {
-					if m.Defined {
+					if m.Defined && !m.DType.IsFloat8() {
 						kind := KindDim
 						if m.Rank() == 0 {
 							kind = KindZeroDim
@@ -122,9 +124,14 @@ func hasComplexHalf(ops []Operand) bool {
 // ResultDType returns the dtype of v, a result of the running rule: the
 // dtype of its element type, except in an op that computes complex32
 // (ComputesComplexHalf), whose complex64 results are complex32 and whose
-// float32 results (abs, norms) are float16, each rounded when stored.
+// float32 results (abs, norms) are float16, each rounded when stored, and
+// except in an op that computes a float8 dtype, whose float32 results are of
+// that dtype (float8.go).
 func (c *Ctx) ResultDType(v *hlo.Value) DType {
 	d := FromElem(v.T.Elem)
+	if f := c.computesFloat8(); f != Undefined && d == Float32 {
+		return f
+	}
 	if (d != Complex64 && d != Float32) || !c.ComputesComplexHalf() {
 		return d
 	}

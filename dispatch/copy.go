@@ -22,11 +22,20 @@ func convertTo(b *hlo.Builder, v *hlo.Value, from, to DType) *hlo.Value {
 	if from == to {
 		return v
 	}
+	if from == Float8E5M2 {
+		v = b.Float8CanonicalNaN(v) // a conversion makes every NaN PyTorch's
+	}
 	if to == Bool {
 		zero := b.BroadcastTo(b.Scalar(from.Elem(), 0), v.T.Shape)
 		return b.Compare(hlo.NE, v, zero)
 	}
-	return b.Convert(v, to.Elem())
+	v = b.Convert(v, to.Elem())
+	if to == Float8E5M2 {
+		// No NaN converted from another dtype may look like a float8_e5m2
+		// payload kept in float32 (hlo.Float8Load).
+		v = b.Float8CanonicalNaN(v)
+	}
+	return v
 }
 
 // clone is clone(self, *, memory_format): a fresh copy of the values. The

@@ -48,6 +48,24 @@ const (
 	Complex128  DType = 10
 )
 
+// The float8 ScalarType codes. Storages hold them in their XLA float8
+// element types (StoredElem), CPU's bytes; rules compute them as float32
+// (their Elem), as CPU's kernels compute them in float, and a result is
+// rounded to its float8 dtype as it is stored, with CPU's rounding
+// (hlo.Float8Bits). Only the ops CPU implements for them run on tpu for
+// them (Float8Op).
+const (
+	Float8E5M2     DType = 23
+	Float8E4M3FN   DType = 24
+	Float8E5M2FNUZ DType = 25
+	Float8E4M3FNUZ DType = 26
+)
+
+// float8Elems maps each float8 dtype to the element type its storages hold.
+var float8Elems = map[DType]hlo.Elem{
+	Float8E5M2: hlo.F8E5M2, Float8E4M3FN: hlo.F8E4M3FN, Float8E5M2FNUZ: hlo.F8E5M2FNUZ, Float8E4M3FNUZ: hlo.F8E4M3FNUZ,
+}
+
 var dtypeInfo = map[DType]struct {
 	name string
 	elem hlo.Elem
@@ -59,6 +77,8 @@ var dtypeInfo = map[DType]struct {
 	BFloat16: {"bfloat16", hlo.BF16, 2}, Complex64: {"complex64", hlo.C64, 8},
 	Complex128: {"complex128", hlo.C128, 16}, ComplexHalf: {"complex32", hlo.C64, 4}, UInt64: {"uint64", hlo.U64, 8},
 	UInt16: {"uint16", hlo.U16, 2}, UInt32: {"uint32", hlo.U32, 4},
+	Float8E5M2: {"float8_e5m2", hlo.F32, 1}, Float8E4M3FN: {"float8_e4m3fn", hlo.F32, 1},
+	Float8E5M2FNUZ: {"float8_e5m2fnuz", hlo.F32, 1}, Float8E4M3FNUZ: {"float8_e4m3fnuz", hlo.F32, 1},
 }
 
 // Supported reports whether d is a dtype the device can hold.
@@ -73,14 +93,32 @@ func (d DType) String() string {
 }
 
 // Elem returns the StableHLO element type rules compute d in: d's own,
-// except complex64 for complex32.
+// except complex64 for complex32 and float32 for the float8 dtypes.
 func (d DType) Elem() hlo.Elem { return dtypeInfo[d].elem }
+
+// StoredElem returns the element type a storage of dtype d holds: Elem,
+// except the float8 types for the float8 dtypes and float16 (pairs) for
+// complex32.
+func (d DType) StoredElem() hlo.Elem {
+	if e, ok := float8Elems[d]; ok {
+		return e
+	}
+	if d == ComplexHalf {
+		return hlo.F16
+	}
+	return d.Elem()
+}
 
 // Size returns the bytes per element of d.
 func (d DType) Size() int { return dtypeInfo[d].size }
 
-// IsFloat reports whether d is a floating-point dtype.
-func (d DType) IsFloat() bool { return d == Float16 || d == BFloat16 || d == Float32 || d == Float64 }
+// IsFloat reports whether d is a floating-point dtype, float8 included.
+func (d DType) IsFloat() bool {
+	return d == Float16 || d == BFloat16 || d == Float32 || d == Float64 || d.IsFloat8()
+}
+
+// IsFloat8 reports whether d is one of the float8 dtypes.
+func (d DType) IsFloat8() bool { _, ok := float8Elems[d]; return ok }
 
 // IsComplex reports whether d is a complex dtype.
 func (d DType) IsComplex() bool { return d == Complex64 || d == Complex128 || d == ComplexHalf }
@@ -123,10 +161,11 @@ func (d DType) IsIntegral(withBool bool) bool {
 }
 
 // FromElem returns the dtype whose element type is e (complex64 for
-// complex<f32>: a complex32 result is named by the op, Ctx.ResultDType).
+// complex<f32>, float32 for f32: a complex32 or float8 result is named by
+// the op, Ctx.ResultDType).
 func FromElem(e hlo.Elem) DType {
 	for d, i := range dtypeInfo {
-		if i.elem == e && d != ComplexHalf {
+		if i.elem == e && d != ComplexHalf && !d.IsFloat8() {
 			return d
 		}
 	}

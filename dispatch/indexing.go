@@ -282,7 +282,7 @@ func indexPut(c *Ctx) ([]*hlo.Value, error) {
 	}
 	if vm.DType != m.DType {
 		return nil, Errorf("Index put requires the source and destination dtypes match, got %s for the destination and %s for the source.",
-			m.DType, vm.DType)
+			scalarTypeName(m.DType), scalarTypeName(vm.DType))
 	}
 	x := c.T(0)
 	if numel(out) == 0 {

@@ -35,6 +35,9 @@ func cppName(d DType) string {
 	case Complex128:
 		return "c10::complex<double>"
 	}
+	if d.IsFloat8() {
+		return "c10::" + scalarTypeName(d)
+	}
 	return d.String()
 }
 
@@ -73,6 +76,14 @@ func scalarTypeName(d DType) string {
 		return "ComplexDouble"
 	case ComplexHalf:
 		return "ComplexHalf"
+	case Float8E5M2:
+		return "Float8_e5m2"
+	case Float8E4M3FN:
+		return "Float8_e4m3fn"
+	case Float8E5M2FNUZ:
+		return "Float8_e5m2fnuz"
+	case Float8E4M3FNUZ:
+		return "Float8_e4m3fnuz"
 	}
 	return d.String()
 }

@@ -20,14 +20,18 @@ func category(d DType) int {
 
 // PromoteTypes returns the smallest dtype both a and b convert to without
 // losing category, as torch.promote_types does. Like PyTorch, it refuses to
-// promote uint16, uint32 and uint64 with any other type but a float: it
-// panics with a PromotionError, which the engine raises as the op's error.
+// promote a float8 type with any other type, and uint16, uint32 and uint64
+// with any other type but a float: it panics with a PromotionError, which
+// the engine raises as the op's error.
 func PromoteTypes(a, b DType) DType {
 	if a == Undefined {
 		return b
 	}
 	if b == Undefined || a == b {
 		return a
+	}
+	if a.IsFloat8() || b.IsFloat8() {
+		panic(PromotionError{a, b})
 	}
 	if a.isBarebonesUnsigned() || b.isBarebonesUnsigned() {
 		if a.IsFloat() {
@@ -92,11 +96,16 @@ func PromoteTypes(a, b DType) DType {
 // PyTorch holds without arithmetic promotion rules.
 func (d DType) isBarebonesUnsigned() bool { return d == UInt16 || d == UInt32 || d == UInt64 }
 
-// PromotionError is PyTorch's refusal to promote a barebones unsigned type.
+// PromotionError is PyTorch's refusal to promote a float8 or barebones
+// unsigned type with another type.
 type PromotionError struct{ A, B DType }
 
 // Error returns CPU's message.
 func (e PromotionError) Error() string {
+	if e.A.IsFloat8() || e.B.IsFloat8() {
+		return fmt.Sprintf("Promotion for Float8 Types is not supported, attempted to promote %s and %s",
+			scalarTypeName(e.A), scalarTypeName(e.B))
+	}
 	return fmt.Sprintf("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote %s and %s",
 		scalarTypeName(e.A), scalarTypeName(e.B))
 }

@@ -110,7 +110,11 @@ func (c *Ctx) sumDType(in DType, i int) (DType, error) {
 	if in.IsIntegral(true) {
 		def = Int64
 	}
-	return c.DTypeArg(i, def)
+	d, err := c.DTypeArg(i, def)
+	if err == nil && d.IsFloat8() {
+		return 0, ErrRunOnCPU // CPU sums float8 only into another dtype: it raises its error
+	}
+	return d, err
 }
 
 // sumRule builds sum or prod. dimIdx < 0 reduces everything; single says the
@@ -168,6 +172,9 @@ func meanRule(dimIdx, keepIdx, dtypeIdx int) Fn {
 			}
 		} else if !d.IsFloat() && !d.IsComplex() {
 			return nil, Errorf("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: %s", scalarTypeName(d))
+		}
+		if d.IsFloat8() {
+			return nil, ErrRunOnCPU // CPU averages float8 only into another dtype: it raises its error
 		}
 		dims, keep, err := c.resolveDims(dimIdx, keepIdx, false, m.Rank())
 		if err != nil {

@@ -71,6 +71,10 @@ type Ctx struct {
 	OutArgs int
 	// half says whether the rule computes complex32 (complex_half.go).
 	half halfMode
+	// f8 is the float8 dtype the rule computes, Undefined for none, once
+	// f8Known (float8.go).
+	f8      DType
+	f8Known bool
 }
 
 // KnowRange records that every value of integer result i lies in [lo, hi].
@@ -276,7 +280,13 @@ var ErrRunOnCPU = errors.New("runs on CPU")
 func (c *Ctx) Meta(i int) TensorMeta { return c.Args[i].Tensors[0] }
 
 // T returns the value of tensor argument i.
-func (c *Ctx) T(i int) *hlo.Value { return c.R.Read(c.Args[i].Handles[0]) }
+func (c *Ctx) T(i int) *hlo.Value {
+	v := c.R.Read(c.Args[i].Handles[0])
+	if c.Args[i].Tensors[0].DType == Float8E5M2 && float8Arithmetic(c.Op) {
+		v = c.B.Float8CanonicalNaN(v)
+	}
+	return v
+}
 
 // List returns the values of the tensor-list argument i (nil for undefined entries).
 func (c *Ctx) List(i int) []*hlo.Value {
@@ -337,8 +347,8 @@ func (c *Ctx) Str(i int, def string) string {
 func (c *Ctx) IsTensor(i int) bool { return i < len(c.Args) && c.Args[i].Kind == ArgTensor }
 
 // DTypeArg returns the optional dtype argument i, or def when absent. A
-// given dtype decides whether the op computes complex32 (ResultDType); an op
-// CPU does not implement for complex32 runs on CPU for it.
+// given dtype decides whether the op computes complex32 or float8
+// (ResultDType); an op CPU does not implement for them runs on CPU for them.
 func (c *Ctx) DTypeArg(i int, def DType) (DType, error) {
 	if !c.Has(i) {
 		return def, nil
@@ -353,6 +363,13 @@ func (c *Ctx) DTypeArg(i int, def DType) (DType, error) {
 			return 0, ErrRunOnCPU
 		}
 		c.half = halfYes
+	}
+	c.f8, c.f8Known = Undefined, true
+	if d.IsFloat8() {
+		if !Float8Op(c.Op) {
+			return 0, ErrRunOnCPU
+		}
+		c.f8 = d
 	}
 	return d, nil
 }

@@ -1,6 +1,10 @@
 package dispatch
 
-import "math"
+import (
+	"math"
+
+	"torchtpu/hlo"
+)
 
 // scalarTypeCName is the C++ type name c10's checked_convert reports for d.
 func scalarTypeCName(d DType) string {
@@ -24,6 +28,9 @@ func scalarTypeCName(d DType) string {
 	case Float64:
 		return "double"
 	}
+	if d.IsFloat8() {
+		return "c10::" + scalarTypeName(d)
+	}
 	return d.String()
 }
 
@@ -46,6 +53,11 @@ func scalarLimits(d DType) (lo, hi float64, ok bool) {
 		return -3.3895313892515355e38, 3.3895313892515355e38, true
 	case Float32:
 		return -math.MaxFloat32, math.MaxFloat32, true
+	}
+	if e, ok := float8Elems[d]; ok {
+		f, _ := hlo.Float8FormatOf(e)
+		hi := f.Value(f.MaxCode)
+		return -hi, hi, true
 	}
 	return 0, 0, false
 }
@@ -71,6 +83,9 @@ func checkScalarFits(a Arg, d DType) error {
 	isInt := a.Kind == ArgInt || a.Kind == ArgScalarInt
 	if d.IsFloat() {
 		v := a.Value()
+		if math.IsInf(v, 0) && d.IsFloat8() && d != Float8E5M2 {
+			return fail // the float8 types but e5m2 have no infinity
+		}
 		if !math.IsInf(v, 0) && !math.IsNaN(v) && (v < lo || v > hi) {
 			return fail
 		}

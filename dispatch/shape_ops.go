@@ -491,6 +491,16 @@ func constantPadND(c *Ctx) ([]*hlo.Value, error) {
 				m.Sizes[d], lo[d], hi[d], d)
 		}
 	}
+	grows := false
+	for d := range lo {
+		grows = grows || lo[d] > 0 || hi[d] > 0
+	}
+	if grows && c.Has(2) {
+		// CPU fills the padded result with the value, which must fit the dtype.
+		if err := checkScalarFits(c.Args[2], m.DType); err != nil {
+			return nil, err
+		}
+	}
 	e := m.DType.Elem()
 	v := c.Float(2, 0)
 	return []*hlo.Value{c.B.Pad(c.T(0), c.R.Scalar(v, e), lo, hi, in)}, nil

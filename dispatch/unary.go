@@ -402,7 +402,7 @@ func eluRule(c *Ctx) ([]*hlo.Value, error) {
 
 func init() {
 	def("aten::neg", negRule)
-	abs := unaryOp(keepDType, "abs_cpu", true, absOf)
+	abs := float8Abs(unaryOp(keepDType, "abs_cpu", true, absOf))
 	defInplace("aten::abs_", func(c *Ctx) ([]*hlo.Value, error) {
 		if c.Meta(0).DType.IsComplex() {
 			return nil, Errorf("In-place abs is not supported for complex tensors.")

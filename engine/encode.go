@@ -41,6 +41,14 @@ func pjrtType(e hlo.Elem) pjrt.DType {
 		return pjrt.C64
 	case hlo.C128:
 		return pjrt.C128
+	case hlo.F8E4M3FN:
+		return pjrt.F8E4M3FN
+	case hlo.F8E5M2:
+		return pjrt.F8E5M2
+	case hlo.F8E4M3FNUZ:
+		return pjrt.F8E4M3FNUZ
+	case hlo.F8E5M2FNUZ:
+		return pjrt.F8E5M2FNUZ
 	}
 	panic("engine: no PJRT type for " + string(e))
 }
@@ -53,6 +61,9 @@ func encodeScalar(v float64, e hlo.Elem) []byte {
 		return append(re, make([]byte, len(re))...)
 	}
 	b := make([]byte, 8)
+	if e.IsFloat8() {
+		return []byte{hlo.Float8Bits(v, e)}
+	}
 	switch e {
 	case hlo.Pred:
 		if v != 0 {
@@ -98,6 +109,9 @@ func encodeInt(v int64, e hlo.Elem) []byte {
 // decodeScalar reads one element of type e from b as a float64 (the real
 // part of a complex element).
 func decodeScalar(b []byte, e hlo.Elem) float64 {
+	if e.IsFloat8() {
+		return hlo.Float8Value(b[0], e)
+	}
 	switch e {
 	case hlo.C64:
 		return decodeScalar(b, hlo.F32)

@@ -46,7 +46,8 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		return nil, err
 	}
 	entry, ok := dispatch.Lookup(op)
-	if !ok || !dispatch.AcceptsComplexScalars(entry.Rule, args) || !dispatch.AcceptsComplexHalf(op, args) {
+	if !ok || !dispatch.AcceptsComplexScalars(entry.Rule, args) || !dispatch.AcceptsComplexHalf(op, args) ||
+		!dispatch.AcceptsFloat8(op, args) {
 		return nil, ErrNoRule
 	}
 	defer e.offTapeOnError(&err)

@@ -101,7 +101,7 @@ func (e *Engine) rerunTapeOp(s *segment, te *tapeOp, op string, entry dispatch.E
 			st := e.storages[t.Addr]
 			snaps = append(snaps, storageSnap{st, st.shaped, st.dtype, st.shape, st.known})
 			if s.has(st) && s.written[st.slot] {
-				st.pending = g.b.Param(hlo.T(st.dtype.Elem(), st.shape...))
+				st.pending = g.b.Param(storedType(st.dtype, st.shape))
 				g.params = append(g.params, nil) // no buffer: the value of an earlier op
 				standIns = append(standIns, st)
 			}

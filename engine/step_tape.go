@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"torchtpu/dispatch"
-	"torchtpu/hlo"
 	"torchtpu/pjrt"
 )
 
@@ -276,7 +275,7 @@ func (e *Engine) noteTapeOp(s *segment, p *plan, args []dispatch.Arg, outs []Out
 	for _, w := range p.writes {
 		st := e.writtenStorage(results, args, w)
 		// A replay reads a value the segment gave a storage as a value of its base type.
-		if !s.has(st) || st.pending == nil || !st.pending.T.Equal(hlo.T(st.dtype.Elem(), st.shape...)) {
+		if !s.has(st) || st.pending == nil || !st.pending.T.Equal(storedType(st.dtype, st.shape)) {
 			s.rec = nil
 			return
 		}

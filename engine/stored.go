@@ -7,8 +7,11 @@ import (
 	"torchtpu/hlo"
 )
 
-// How a dtype is stored and how it is computed. Every dtype but complex32 is
-// stored in the element type its rules compute it in. complex32 has no XLA
+// How a dtype is stored and how it is computed. Every dtype but complex32 and
+// float8 is stored in the element type its rules compute it in. A float8
+// storage holds its XLA float8 type (CPU's bytes), computed as float32:
+// load widens it exactly, store rounds with CPU's rounding (hlo.Float8Bits);
+// a float8_e5m2 NaN's payload survives both (hlo.Float8Load). complex32 has no XLA
 // element type: a complex32 storage holds float16 (real, imaginary) pairs
 // along one extra trailing dimension of 2, the bytes CPU PyTorch holds, so
 // host copies are byte copies and float16 views of it (view_as_real,
@@ -25,11 +28,14 @@ func storedType(d dispatch.DType, shape []int64) hlo.Type {
 	if d == dispatch.ComplexHalf {
 		return hlo.T(hlo.F16, append(slices.Clone(shape), 2)...)
 	}
-	return hlo.T(d.Elem(), shape...)
+	return hlo.T(d.StoredElem(), shape...)
 }
 
 // load turns the stored value v of dtype d into the value rules compute with.
 func load(b *hlo.Builder, v *hlo.Value, d dispatch.DType) *hlo.Value {
+	if d.IsFloat8() {
+		return b.Float8Load(v)
+	}
 	if d != dispatch.ComplexHalf {
 		return v
 	}
@@ -50,6 +56,12 @@ func load(b *hlo.Builder, v *hlo.Value, d dispatch.DType) *hlo.Value {
 // in a wider type than d's (float32 for the float16 result of a complex32
 // op) is rounded to it.
 func store(b *hlo.Builder, v *hlo.Value, d dispatch.DType) *hlo.Value {
+	if d.IsFloat8() {
+		if v.T.Elem != hlo.F32 { // float64 rounds to float32 first, as CPU's conversion does
+			v = b.Convert(v, hlo.F32)
+		}
+		return b.Float8Store(v, d.StoredElem())
+	}
 	if d != dispatch.ComplexHalf {
 		if v.T.Elem != d.Elem() {
 			return b.Convert(v, d.Elem())

@@ -50,7 +50,7 @@ func (e *Engine) Read(h any) *hlo.Value {
 		if t.DType.IsIntegral(false) && len(t.Host) > 0 {
 			return e.IntNumber(decodeInt64s(t.Host, t.DType)[0], t.DType.Elem())
 		}
-		return e.Scalar(decodeScalar(t.Host, t.DType.Elem()), t.DType.Elem())
+		return e.Scalar(decodeScalar(t.Host, t.DType.StoredElem()), t.DType.Elem())
 	}
 	if v := e.captureRead(t); v != nil {
 		return v
@@ -159,19 +159,19 @@ func reinterpret(b *hlo.Builder, v *hlo.Value, from, to dispatch.DType) *hlo.Val
 		return reinterpretComplex(b, v, from, to)
 	}
 	if from.Size() == to.Size() {
-		return b.BitcastConvert(v, to.Elem())
+		return b.BitcastConvert(v, to.StoredElem())
 	}
 	n := numel(v.T.Shape)
 	flat := b.Reshape(v, n)
 	if from.Size() > to.Size() {
 		r := int64(from.Size() / to.Size())
-		return b.Reshape(b.BitcastReshape(flat, hlo.T(to.Elem(), n, r)), n*r)
+		return b.Reshape(b.BitcastReshape(flat, hlo.T(to.StoredElem(), n, r)), n*r)
 	}
 	r := int64(to.Size() / from.Size())
 	if n%r != 0 {
 		panic(fmt.Errorf("viewing %d %s elements as %s leaves a partial element", n, from, to))
 	}
-	return b.BitcastReshape(b.Reshape(flat, n/r, r), hlo.T(to.Elem(), n/r))
+	return b.BitcastReshape(b.Reshape(flat, n/r, r), hlo.T(to.StoredElem(), n/r))
 }
 
 // reinterpretComplex is reinterpret where from or to is complex. XLA has no

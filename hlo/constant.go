@@ -25,6 +25,8 @@ func literal(e Elem, v float64) string {
 		return fmt.Sprintf("0x%04X", Float16Bits(v))
 	case BF16:
 		return fmt.Sprintf("0x%04X", BFloat16Bits(v))
+	case F8E4M3FN, F8E5M2, F8E4M3FNUZ, F8E5M2FNUZ:
+		return fmt.Sprintf("0x%02X", Float8Bits(v, e))
 	default:
 		// Clamp before converting: float64(MaxInt64) rounds up to 2^63.
 		switch {

@@ -28,10 +28,18 @@ const (
 	F64  Elem = "f64"
 	C64  Elem = "complex<f32>"
 	C128 Elem = "complex<f64>"
+	// The float8 types: storage types only, computed in f32 (see Float8Bits).
+	F8E4M3FN   Elem = "f8E4M3FN"
+	F8E5M2     Elem = "f8E5M2"
+	F8E4M3FNUZ Elem = "f8E4M3FNUZ"
+	F8E5M2FNUZ Elem = "f8E5M2FNUZ"
 )
 
-// IsFloat reports whether e is a floating-point type.
-func (e Elem) IsFloat() bool { return e == F16 || e == BF16 || e == F32 || e == F64 }
+// IsFloat reports whether e is a floating-point type, float8 included.
+func (e Elem) IsFloat() bool { return e == F16 || e == BF16 || e == F32 || e == F64 || e.IsFloat8() }
+
+// IsFloat8 reports whether e is one of the float8 types.
+func (e Elem) IsFloat8() bool { _, ok := float8Formats[e]; return ok }
 
 // IsComplex reports whether e is a complex type.
 func (e Elem) IsComplex() bool { return e == C64 || e == C128 }
@@ -69,7 +77,7 @@ func (e Elem) IsUnsigned() bool { return e == U8 || e == U16 || e == U32 || e ==
 // Bits returns the width of e in bits.
 func (e Elem) Bits() int {
 	switch e {
-	case Pred, S8, U8:
+	case Pred, S8, U8, F8E4M3FN, F8E5M2, F8E4M3FNUZ, F8E5M2FNUZ:
 		return 8
 	case S16, U16, F16, BF16:
 		return 16
