@@ -132,8 +132,8 @@ func heavisideRule(c *Ctx) ([]*hlo.Value, error) {
 	}
 	zero := splat(b, x, 0)
 	pos := b.Convert(b.Compare(hlo.GT, x, zero), x.T.Elem)
-	r := b.Select(b.Compare(hlo.EQ, x, zero), v, pos)
-	return []*hlo.Value{b.Select(b.Compare(hlo.NE, x, x), x, r)}, nil
+	// NaN is neither 0 nor positive: it gives 0, as on CPU.
+	return []*hlo.Value{b.Select(b.Compare(hlo.EQ, x, zero), v, pos)}, nil
 }
 
 // floorDivideOp follows PyTorch's div_floor: the quotient of x - fmod(x, y),
@@ -175,7 +175,13 @@ func rsubRule(c *Ctx) ([]*hlo.Value, error) {
 }
 
 // zetaOf is the Hurwitz zeta function zeta(x, q).
-func zetaOf(b *hlo.Builder, x, q *hlo.Value) *hlo.Value { return hurwitzZeta(b, x, q) }
+func zetaOf(b *hlo.Builder, x, q *hlo.Value) *hlo.Value {
+	// CPU tests x == 1 and a pole of q (q <= 0, integral) before it sees a NaN.
+	nan := b.Or(b.Compare(hlo.NE, x, x), b.Compare(hlo.NE, q, q))
+	pole := b.And(b.Compare(hlo.LE, q, splat(b, q, 0)), b.Compare(hlo.EQ, q, b.Floor(q)))
+	nan = b.And(nan, b.Not(b.Or(b.Compare(hlo.EQ, x, splat(b, x, 1)), pole)))
+	return b.Select(nan, b.Add(x, q), hurwitzZeta(b, x, q))
+}
 
 func init() {
 	for _, n := range [][2]string{{"aten::xlogy", ""}, {"aten::special_xlog1py", "special_"}} {

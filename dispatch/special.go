@@ -18,14 +18,19 @@ func erfinvOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	return b.Convert(b.Chlo("erf_inv", b.Convert(x, hlo.F64)), x.T.Elem)
 }
 
-// lgammaOf is log|Gamma(x)|.
-func lgammaOf(b *hlo.Builder, x *hlo.Value) *hlo.Value { return chloOf("lgamma")(b, x) }
+// lgammaOf is log|Gamma(x)|, exactly 0 at 1 and 2 as on CPU (chlo's float32
+// lowering is a few ulps off there).
+func lgammaOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	r := chloOf("lgamma")(b, x)
+	zero := b.Or(b.Compare(hlo.EQ, x, splat(b, x, 1)), b.Compare(hlo.EQ, x, splat(b, x, 2)))
+	return b.Select(zero, splat(b, x, 0), r)
+}
 
 // digammaOf is the logarithmic derivative of Gamma; PyTorch gives -inf at
-// zero (where chlo gives NaN) and NaN at negative integers.
+// +0 and inf at -0 (where chlo gives NaN) and NaN at negative integers.
 func digammaOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	r := chloOf("digamma")(b, x)
-	return b.Select(b.Compare(hlo.EQ, x, splat(b, x, 0)), splat(b, x, math.Inf(-1)), r)
+	return b.Select(b.Compare(hlo.EQ, x, splat(b, x, 0)), copysignOf(b, splat(b, x, math.Inf(1)), b.Neg(x)), r)
 }
 
 // polygammaRule is polygamma(int n, Tensor self).
@@ -223,13 +228,14 @@ func logNdtrOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 
 func init() {
 	chlos := []struct{ aten, chlo string }{
-		{"lgamma", "lgamma"}, {"erfc", "erfc"}, {"sinh", "sinh"},
+		{"erfc", "erfc"}, {"sinh", "sinh"},
 		{"cosh", "cosh"}, {"asin", "asin"}, {"acos", "acos"}, {"atan", "atan"}, {"asinh", "asinh"},
 		{"acosh", "acosh"}, {"atanh", "atanh"},
 	}
 	for _, u := range chlos {
 		def("aten::"+u.aten, unaryOp(floatDType, u.aten, false, chloOf(u.chlo)))
 	}
+	def("aten::lgamma", unaryOp(floatDType, "lgamma", false, lgammaOf))
 	def("aten::erfinv", unaryOp(floatDType, "erfinv", false, erfinvOf))
 	def("aten::digamma", unaryOp(floatDType, "digamma", false, digammaOf))
 	def("aten::polygamma", polygammaRule)
