@@ -69,9 +69,11 @@ func unique2(c *Ctx) ([]*hlo.Value, error) {
 		}
 		return float64(ints[i])
 	}
+	// NaNs sort last, in their order, and each is a distinct value, as on CPU.
+	isNaN := func(i int) bool { return fs != nil && fs[i] != fs[i] }
 	less := func(i, j int) bool {
 		if fs != nil {
-			return fs[i] < fs[j]
+			return !isNaN(i) && (isNaN(j) || fs[i] < fs[j])
 		}
 		if m.DType == UInt64 {
 			return uint64(ints[i]) < uint64(ints[j])
@@ -87,7 +89,7 @@ func unique2(c *Ctx) ([]*hlo.Value, error) {
 	var uf []float64
 	var ui, counts []int64
 	for k, i := range order {
-		if k == 0 || less(order[k-1], i) {
+		if k == 0 || isNaN(i) || less(order[k-1], i) {
 			if fs != nil {
 				uf = append(uf, key(i))
 			} else {

@@ -153,3 +153,16 @@ def test_logcumsumexp_and_logaddexp_of_infinities(mode):
                       (torch.logaddexp(x.to("tpu"), x.to("tpu")), torch.logaddexp(x, x)),
                       (x.to("tpu").expand(2, -1).logcumsumexp(1), x.expand(2, -1).logcumsumexp(1))]:
         torch.testing.assert_close(got.cpu(), want, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_unique_with_nans_and_infinities(mode, dtype):
+    """NaNs sort last and each is its own value; -inf, signed zeros and repeats group as on CPU
+    (a NaN once broke the host sort: values went missing and counts were wrong)."""
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([nan, 1.0, -2.0, 3.0, inf, -inf, -0.0, 0.0, nan, 1.0], dtype=dtype)
+    for args in [{}, {"return_inverse": True, "return_counts": True}]:
+        want = torch.unique(x, **args)
+        got = torch.unique(x.to("tpu"), **args)
+        for w, g in zip(want if isinstance(want, tuple) else [want], got if isinstance(got, tuple) else [got]):
+            torch.testing.assert_close(g.cpu(), w, equal_nan=True, atol=0, rtol=0)
