@@ -99,7 +99,8 @@ func dimScatter(b *hlo.Builder, idx *hlo.Value, dim int64, rank int) scatterFn {
 }
 
 // scatterSource checks scatter's arguments (self, dim, index, src|value at
-// srcArg) and returns the wrapped dim and the updates, shaped like index.
+// srcArg) and returns the wrapped dim and the updates, shaped like index
+// (none for an empty index).
 func (c *Ctx) scatterSource(op string, srcArg int) (int64, *hlo.Value, error) {
 	m, im := c.Meta(0), c.Meta(2)
 	dim, err := wrapDim(c.Int(1, 0), m.Rank())
@@ -121,6 +122,9 @@ func (c *Ctx) scatterSource(op string, srcArg int) (int64, *hlo.Value, error) {
 		return 0, nil, err
 	}
 	b := c.B
+	if im.Numel() == 0 {
+		return dim, nil, nil // nothing to scatter
+	}
 	if src == nil {
 		return dim, b.BroadcastTo(c.R.Scalar(c.Float(srcArg, 0), m.DType.Elem()), im.Sizes), nil
 	}

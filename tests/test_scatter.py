@@ -109,3 +109,24 @@ def test_gather_with_0_dim_index_or_input(mode):
         want = torch.gather(x, 0, i)
         got = torch.gather(x.to("tpu"), 0, i.to("tpu")).cpu()
         assert got.shape == want.shape and torch.equal(got, want)
+
+
+def test_empty_index_of_another_rank_is_a_no_op(mode):
+    """CPU checks no shapes against an empty index: every scatter leaves self as it was and gather gives an empty
+    result shaped like the index."""
+    idx = torch.tensor([], dtype=torch.long)
+    ops = [
+        lambda t, i: t.scatter_(0, i, torch.ones_like(t)),
+        lambda t, i: t.scatter_(0, i, torch.ones_like(t), reduce="add"),
+        lambda t, i: t.scatter_(0, i, 2.0, reduce="multiply"),
+        lambda t, i: t.scatter_(0, i, 3.0),
+        lambda t, i: t.scatter_add_(0, i, torch.ones_like(t)),
+        lambda t, i: t.scatter_reduce_(0, i, torch.ones_like(t), "amax", include_self=False),
+        lambda t, i: t.gather(0, i),
+        lambda t, i: t.gather(1, i.view(0, 3)),
+    ]
+    for f in ops:
+        want = f(torch.arange(4.0).view(2, 2), idx)
+        got = f(torch.arange(4.0).view(2, 2).to("tpu"), idx.to("tpu"))
+        assert got.shape == want.shape
+        torch.testing.assert_close(got.cpu(), want)
