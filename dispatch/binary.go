@@ -117,7 +117,31 @@ func powOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
 	if d == Bool {
 		return nil, Errorf("pow is not implemented for bool tensors")
 	}
+	if d.IsIntegral(false) {
+		return intPow(b, x, y, d), nil
+	}
 	return b.Pow(x, y), nil
+}
+
+// intPow is CPU's powi: squaring over every bit of the exponent, wrapping on
+// overflow (XLA:CPU's integer power reads only the exponent's low 6 bits, so
+// 0^64 gave 1), and for a negative exponent 1, ±1 for a base of -1, else 0.
+func intPow(b *hlo.Builder, x, y *hlo.Value, d DType) *hlo.Value {
+	k := func(v int64) *hlo.Value { return b.BroadcastTo(b.ConstantInt(hlo.T(x.T.Elem), v), x.T.Shape) }
+	zero, one := k(0), k(1)
+	r, base := one, x
+	for i := 0; i < x.T.Elem.Bits(); i++ {
+		bit := b.Compare(hlo.NE, b.And(b.ShiftRightLogical(y, k(int64(i))), one), zero)
+		r = b.Select(bit, b.Mul(r, base), r)
+		base = b.Mul(base, base)
+	}
+	if x.T.Elem.IsUnsigned() {
+		return r
+	}
+	odd := b.Compare(hlo.NE, b.And(y, one), zero)
+	negOne := b.Select(odd, k(-1), one)
+	neg := b.Select(b.Compare(hlo.EQ, x, one), one, b.Select(b.Compare(hlo.EQ, x, k(-1)), negOne, zero))
+	return b.Select(b.Compare(hlo.LT, y, zero), neg, r)
 }
 
 func maxOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {

@@ -303,3 +303,16 @@ def test_bit_shifts(mode):
     check(torch.bitwise_left_shift, u, torch.tensor([1, 1, 8, 2], dtype=torch.uint8))
     check(torch.bitwise_right_shift, u, torch.tensor([1, 7, 9, 0], dtype=torch.uint8))
     check(lambda x: x >> 2, torch.tensor([-100, 100, -3], dtype=torch.int32))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64])
+def test_integer_pow_uses_every_exponent_bit(mode, dtype):
+    """Integer powers wrap as CPU's do for exponents of 64 and more (XLA's integer power read only the low 6 bits:
+    0 ** 64 gave 1), and a negative exponent gives 1 for 1, +-1 for -1 and 0 otherwise."""
+    info = torch.iinfo(dtype)
+    vals = [v for v in [0, 1, -1, 2, -2, 3, -3, 7, 64, 65, 100, 127, info.max, info.min] if info.min <= v <= info.max]
+    x = torch.tensor(vals, dtype=dtype)
+    base, exponent = x.repeat_interleave(len(vals)), x.repeat(len(vals))
+    check(torch.pow, base, exponent)
+    check(lambda b: b ** 64, base)
+    check(lambda b: torch.pow(3, b.clamp(min=0)), base)
