@@ -9,6 +9,9 @@ import (
 // hypot: infinite when either part is infinite, else NaN when either part is
 // NaN (XLA's complex abs gives 0 for 0+NaN·j).
 func (b *Builder) Abs(x *Value) *Value {
+	if x.T.Elem.IsUnsigned() || x.T.Elem == Pred {
+		return x // stablehlo.abs takes signed integers and floats only
+	}
 	r := b.op("stablehlo.abs", x.T.WithElem(x.T.Elem.Real()), "", x)
 	if !x.T.Elem.IsComplex() {
 		return r

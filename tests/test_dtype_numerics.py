@@ -197,3 +197,15 @@ def test_product_with_a_bool_mask_keeps_nans_and_signed_zeros(mode, dtype):
         cparts = [c.real, c.imag] if c.is_complex() else [c]
         for tp, cp in zip(parts, cparts):
             assert torch.equal(torch.signbit(tp), torch.signbit(cp)) or torch.isnan(cp).any()
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_wide_unsigned_lcm_gcd_abs(dtype):
+    """lcm, gcd and abs of wide unsigned tensors (CPU has no kernels for them) equal CPU's int64 results; abs of an
+    unsigned tensor no longer reaches XLA, which refuses it."""
+    a = torch.tensor([4, 6, 0, 9, 65535, 21], dtype=torch.int64)
+    b = torch.tensor([6, 4, 5, 0, 3, 14], dtype=torch.int64)
+    ta, tb = a.to(dtype).to("tpu"), b.to(dtype).to("tpu")
+    assert torch.equal(torch.lcm(ta, tb).cpu().to(torch.int64), torch.lcm(a, b))
+    assert torch.equal(torch.gcd(ta, tb).cpu().to(torch.int64), torch.gcd(a, b))
+    assert torch.equal(torch.abs(ta).cpu().to(torch.int64), a)
