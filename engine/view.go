@@ -270,8 +270,52 @@ func writeView(b *hlo.Builder, base *hlo.Value, v view, val *hlo.Value) *hlo.Val
 		return b.Reshape(b.DynamicUpdateSlice(base, x, starts), orig...)
 	}
 	flat := b.Reshape(base, numel(shape))
-	out := b.ScatterFlat(flat, flatIndex(b, v), val, nil)
+	idx := flatIndex(b, v)
+	if mayOverlap(v) {
+		// A view that holds a base element more than once (unfold, as_strided)
+		// writes only the elements the op changed: a copy left as it was must
+		// not undo a write made through another copy (index_put_ on an unfold).
+		old := b.Reshape(readView(b, flat, v), v.sizes...)
+		skip := b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), numel(shape)), idx.T.Shape)
+		idx = b.Select(bitsDiffer(b, val, old), idx, skip) // scatter drops out-of-range updates
+	}
+	out := b.ScatterFlat(flat, idx, val, nil)
 	return b.Reshape(out, orig...)
+}
+
+// mayOverlap reports whether two elements of v can share a storage element:
+// a broadcast dimension, or a stride not past the span of the smaller ones.
+func mayOverlap(v view) bool {
+	type dim struct{ size, stride int64 }
+	var ds []dim
+	for i, n := range v.sizes {
+		if n > 1 {
+			ds = append(ds, dim{n, v.strides[i]})
+		}
+	}
+	slices.SortFunc(ds, func(a, b dim) int { return cmp.Compare(a.stride, b.stride) })
+	span := int64(0)
+	for _, d := range ds {
+		if d.stride <= span {
+			return true
+		}
+		span += (d.size - 1) * d.stride
+	}
+	return false
+}
+
+// bitsDiffer compares x and y by their bits (NaNs with the same payload are
+// equal, -0 and 0 differ).
+func bitsDiffer(b *hlo.Builder, x, y *hlo.Value) *hlo.Value {
+	e := x.T.Elem
+	switch {
+	case e.IsComplex():
+		return b.Or(bitsDiffer(b, b.Real(x), b.Real(y)), bitsDiffer(b, b.Imag(x), b.Imag(y)))
+	case e.IsFloat():
+		ie := map[int]hlo.Elem{8: hlo.S8, 16: hlo.S16, 32: hlo.S32, 64: hlo.S64}[e.Bits()]
+		return b.Compare(hlo.NE, b.BitcastConvert(x, ie), b.BitcastConvert(y, ie))
+	}
+	return b.Compare(hlo.NE, x, y)
 }
 
 // refineShape returns a shape of n elements whose contiguous strides include

@@ -79,3 +79,28 @@ func TestContiguity(t *testing.T) {
 		assert.Equal(t, c.covers, c.v.coversBase(c.base), "coversBase(%+v, %v)", c.v, c.base)
 	}
 }
+
+// TestMayOverlap checks the overlap test on views whose answers are known by
+// hand: slices and transposes are disjoint; unfold, broadcasts and
+// as_strided windows share elements.
+func TestMayOverlap(t *testing.T) {
+	cases := []struct {
+		v    view
+		want bool
+	}{
+		{view{0, []int64{4, 2}, []int64{2, 1}}, false},      // contiguous
+		{view{0, []int64{2, 4}, []int64{1, 2}}, false},      // transpose
+		{view{1, []int64{2, 2}, []int64{4, 2}}, false},      // strided slice
+		{view{0, []int64{3, 2, 2}, []int64{2, 1, 2}}, true}, // unfold(0, 2, 1) of a 4x2
+		{view{0, []int64{3, 4}, []int64{0, 1}}, true},       // expand
+		{view{0, []int64{1, 4}, []int64{0, 1}}, false},      // size-1 broadcast
+		{view{0, []int64{3, 3}, []int64{1, 1}}, true},       // sliding window
+		{view{0, []int64{2, 3}, []int64{3, 1}}, false},      // rows that just touch
+		{view{0, []int64{2, 3}, []int64{2, 1}}, true},       // rows that share an element
+	}
+	for _, c := range cases {
+		if got := mayOverlap(c.v); got != c.want {
+			t.Errorf("mayOverlap(%v) = %v, want %v", c.v, got, c.want)
+		}
+	}
+}

@@ -178,3 +178,23 @@ def test_storage_type_is_torchs_legacy_class():
         for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.uint8, torch.bool,
                       torch.complex64):
             assert torch.ones(2, dtype=dtype, device="tpu").storage_type() is torch.ones(2, dtype=dtype).storage_type()
+
+
+def test_writes_through_overlapping_views_keep_other_copies_writes(mode):
+    """An unfold or as_strided window holds base elements more than once; an op that writes part of it (index_put_,
+    index_fill_, masked_fill_, scatter_) changes exactly the base elements CPU changes: copies the op left alone do not
+    write their old values back over the new ones."""
+    cases = [
+        lambda u, d: u.index_put_((torch.tensor([0], device=d),), torch.tensor(-1.0, device=d)),
+        lambda u, d: u.index_fill_(0, torch.tensor([2], device=d), 9.0),
+        lambda u, d: u.masked_fill_(u > 5, -3.0),
+        lambda u, d: u.scatter_(1, torch.zeros(3, 1, 2, dtype=torch.long, device=d), 8.0),
+    ]
+    for write in cases:
+        for view in [lambda t: t.unfold(0, 2, 1), lambda t: t.as_strided((3, 2, 2), (2, 1, 2))]:
+            bases = []
+            for d in ("cpu", "tpu"):
+                base = torch.arange(8.0).view(4, 2).to(d)
+                write(view(base), d)
+                bases.append(base.cpu())
+            torch.testing.assert_close(bases[1], bases[0], atol=0, rtol=0)
