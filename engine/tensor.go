@@ -240,8 +240,12 @@ func (e *Engine) write(t *TensorDesc, val *hlo.Value) error {
 		}
 		st.shaped, st.dtype, st.shape = true, t.DType, []int64{st.nbytes / int64(t.DType.Size())}
 	}
+	var starts windowStarts
+	if st.pad == nil && st.buf != nil && st.pending == nil && st.dtype == t.DType {
+		starts = e.windowStarts // as Read: a window of a materialized storage lands at runtime offsets
+	}
 	base := e.baseValue(st, t.DType)
-	nb := reinterpret(b, store(b, writeView(b, base, t.view(), val), t.DType), t.DType, st.dtype)
+	nb := reinterpret(b, store(b, writeViewWith(b, base, t.view(), val, starts), t.DType), t.DType, st.dtype)
 	e.setPending(st, b.Reshape(nb, storedType(st.dtype, st.shape).Shape...))
 	return nil
 }

@@ -111,9 +111,16 @@ func planSlice(base []int64, v view) (slicePlan, bool) {
 
 // flatIndex returns the int64 storage index of every view element:
 // offset + sum_i iota_i * stride_i.
-func flatIndex(b *hlo.Builder, v view) *hlo.Value {
+func flatIndex(b *hlo.Builder, v view) *hlo.Value { return flatIndexAt(b, v, nil) }
+
+// flatIndexAt is flatIndex; when starts is not nil, the offset is a runtime
+// value, so views that differ only in their offset share one program.
+func flatIndexAt(b *hlo.Builder, v view, starts windowStarts) *hlo.Value {
 	t := hlo.T(hlo.S64, v.sizes...)
 	idx := b.ConstantInt(t, v.offset)
+	if starts != nil {
+		idx = b.BroadcastInDim(starts([]int64{v.offset})[0], v.sizes, nil)
+	}
 	for i, s := range v.strides {
 		if v.sizes[i] == 1 || s == 0 {
 			continue
@@ -160,19 +167,22 @@ func readViewWith(b *hlo.Builder, base *hlo.Value, v view, starts windowStarts) 
 	}
 	if ok {
 		var x *hlo.Value
-		if starts != nil && unitSteps(p) {
+		if starts != nil {
 			sizes := make([]int64, len(p.start))
 			for j := range sizes {
 				sizes[j] = p.limit[j] - p.start[j]
 			}
 			x = b.DynamicSlice(base, starts(p.start), sizes)
+			if !unitSteps(p) {
+				x = b.Slice(x, make([]int64, len(sizes)), sizes, p.step)
+			}
 		} else {
 			x = b.Slice(base, p.start, p.limit, p.step)
 		}
 		return placeSlice(b, x, p, v)
 	}
 	flat := b.Reshape(base, numel(shape))
-	return b.GatherFlat(flat, flatIndex(b, v))
+	return b.GatherFlat(flat, flatIndexAt(b, v, starts))
 }
 
 // placeSlice turns x, the block of the base that plan p of view v slices,
@@ -223,6 +233,13 @@ func viewOrder(dims []int) []int64 {
 
 // writeView returns base with the view v replaced by val (val has v's sizes).
 func writeView(b *hlo.Builder, base *hlo.Value, v view, val *hlo.Value) *hlo.Value {
+	return writeViewWith(b, base, v, val, nil)
+}
+
+// writeViewWith is writeView; when starts is not nil, a unit-step slice is
+// updated at the runtime starts it gives, so writes that differ only in
+// where they land (x[i] = y in a loop) share one program.
+func writeViewWith(b *hlo.Builder, base *hlo.Value, v view, val *hlo.Value, starts windowStarts) *hlo.Value {
 	shape := base.T.Shape
 	switch {
 	case v.offset == 0 && slices.Equal(v.sizes, shape) && v.isContiguous():
@@ -263,14 +280,18 @@ func writeView(b *hlo.Builder, base *hlo.Value, v view, val *hlo.Value) *hlo.Val
 			block[j] = p.limit[j] - p.start[j]
 		}
 		x = b.Reshape(x, block...)
-		starts := make([]*hlo.Value, len(shape))
-		for j := range shape {
-			starts[j] = b.ConstantInt(hlo.T(hlo.S64), p.start[j])
+		var at []*hlo.Value
+		if starts != nil {
+			at = starts(p.start)
+		} else {
+			for j := range shape {
+				at = append(at, b.ConstantInt(hlo.T(hlo.S64), p.start[j]))
+			}
 		}
-		return b.Reshape(b.DynamicUpdateSlice(base, x, starts), orig...)
+		return b.Reshape(b.DynamicUpdateSlice(base, x, at), orig...)
 	}
 	flat := b.Reshape(base, numel(shape))
-	idx := flatIndex(b, v)
+	idx := flatIndexAt(b, v, starts)
 	if mayOverlap(v) {
 		// A view that holds a base element more than once (unfold, as_strided)
 		// writes only the elements the op changed: a copy left as it was must

@@ -198,3 +198,25 @@ def test_writes_through_overlapping_views_keep_other_copies_writes(mode):
                 write(view(base), d)
                 bases.append(base.cpu())
             torch.testing.assert_close(bases[1], bases[0], atol=0, rtol=0)
+
+
+def test_writes_at_moving_positions_share_programs(mode):
+    """x[i, j] += y and x[i, :, j] = v in a loop over positions land at runtime offsets, as reads of windows do: the
+    loop compiles a bounded number of programs, not one per position, and the values equal CPU's."""
+    def run(device):
+        x = torch.zeros(6, 5, 4, device=device)
+        y = torch.arange(120.0, device=device).view(6, 5, 4)
+        c = torch.zeros(6, 5, 4, dtype=torch.long, device=device)
+        for i in range(6):
+            for j in range(4):
+                x[i, j % 5, 1] += y[i, j, 2]
+                c[i, j, 3] += 1
+                x[i, :, j] = y[5 - i, :, j] * 2
+        return x.cpu(), c.cpu()
+    before = torch.tpu.metrics()["graphs_compiled"]
+    got = run("tpu")
+    compiled = torch.tpu.metrics()["graphs_compiled"] - before
+    want = run("cpu")
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
+    assert compiled <= 12, f"{compiled} programs for 24 positions"
