@@ -2,7 +2,11 @@
 
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"strings"
+
+	"torchtpu/hlo"
+)
 
 // addcCore returns self + value * (t1 op t2) in the promoted dtype of the
 // three tensors (indices into c's arguments), for addcmul and addcdiv; value
@@ -52,14 +56,15 @@ func addcRule(div bool) Fn {
 // weight * (end - self), computed from the nearer end as PyTorch does.
 func lerpRule(c *Ctx) ([]*hlo.Value, error) {
 	d := c.Meta(0).DType
-	if !d.IsFloat() && !d.IsComplex() {
-		return nil, Errorf("\"lerp_kernel_scalar\" not implemented for '%s'", d)
-	}
+	// CPU checks the dtypes of end and weight before it looks for a kernel.
 	if c.Meta(1).DType != d {
-		return nil, Errorf("expected dtype %s for `end` but got dtype %s", d, c.Meta(1).DType)
+		return nil, Errorf("expected dtype %s for `end` but got dtype %s", cppName(d), cppName(c.Meta(1).DType))
 	}
 	if c.IsTensor(2) && c.Meta(2).DType != d {
-		return nil, Errorf("expected dtype %s for `weight` but got dtype %s", d, c.Meta(2).DType)
+		return nil, Errorf("expected dtype %s for `weight` but got dtype %s", cppName(d), cppName(c.Meta(2).DType))
+	}
+	if !d.IsFloat() && !d.IsComplex() {
+		return nil, notImplemented(map[bool]string{true: "lerp_kernel_tensor", false: "lerp_kernel_scalar"}[strings.Contains(c.Op, "lerp.Tensor")], d)
 	}
 	vs, shape, err := c.broadcastArgs(d, 0, 1, 2)
 	if err != nil {

@@ -6,6 +6,9 @@ import "torchtpu/hlo"
 func arith(op func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error), intToFloat bool) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		d := c.resultType(0, 1)
+		if err := refusedByCPU(c.Op, d); err != nil {
+			return nil, err
+		}
 		if intToFloat && !d.IsFloat() && !d.IsComplex() {
 			d = DefaultFloat()
 		}
@@ -66,6 +69,9 @@ func divMode(c *Ctx) ([]*hlo.Value, error) {
 		return arith(trueDiv, true)(c)
 	}
 	d := c.resultType(0, 1)
+	if d.IsComplex() {
+		return nil, notImplemented("div_"+mode+"_cpu", d)
+	}
 	vs, _, err := c.broadcastArgs(d, 0, 1)
 	if err != nil {
 		return nil, err
@@ -73,6 +79,9 @@ func divMode(c *Ctx) ([]*hlo.Value, error) {
 	b, x, y := c.B, vs[0], vs[1]
 	switch mode {
 	case "trunc":
+		if d == Bool {
+			return nil, notImplemented("div_trunc_cpu", d)
+		}
 		q := b.Div(x, y)
 		if d.IsFloat() {
 			q = truncFloat(b, q)
@@ -115,7 +124,7 @@ func fmodOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) { retu
 
 func powOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
 	if d == Bool {
-		return nil, Errorf("pow is not implemented for bool tensors")
+		return nil, notImplemented("pow", d)
 	}
 	if d.IsIntegral(false) {
 		return intPow(b, x, y, d), nil
@@ -163,7 +172,7 @@ func atan2Op(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) { ret
 func bitwise(f func(b *hlo.Builder, x, y *hlo.Value) *hlo.Value, name string) func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
 	return func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
 		if d.IsFloat() {
-			return nil, Errorf("\"%s\" is not implemented for '%s'", name, d)
+			return nil, notImplemented(name+"_cpu", d)
 		}
 		return f(b, x, y), nil
 	}
@@ -175,7 +184,7 @@ func bitwise(f func(b *hlo.Builder, x, y *hlo.Value) *hlo.Value, name string) fu
 func shiftOp(left bool) func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
 	return func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
 		if !d.IsIntegral(false) {
-			return nil, Errorf("\"%s\" not implemented for '%s'", map[bool]string{true: "lshift_cpu", false: "rshift_cpu"}[left], d)
+			return nil, notImplemented(map[bool]string{true: "lshift_cpu", false: "rshift_cpu"}[left], d)
 		}
 		bits := int64(d.Elem().Bits())
 		zero := b.BroadcastTo(b.ConstantInt(hlo.T(d.Elem()), 0), x.T.Shape)

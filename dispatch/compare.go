@@ -78,6 +78,9 @@ func clampRule(lo, hi int) Fn {
 			idx = append(idx, hi)
 		}
 		d := c.resultType(idx...)
+		if err := clampRefused(c, d, lo, hi, hasLo, hasHi); err != nil {
+			return nil, err
+		}
 		vs, _, err := c.broadcastArgs(d, idx...)
 		if err != nil {
 			return nil, err
@@ -92,6 +95,30 @@ func clampRule(lo, hi int) Fn {
 		}
 		return []*hlo.Value{r}, nil
 	}
+}
+
+// clampRefused is CPU's error for a clamp whose result dtype d has no
+// kernel: complex results, and bool ones except a one-sided clamp by a
+// tensor (clamp_min/clamp_max of tensors run as maximum and minimum).
+func clampRefused(c *Ctx, d DType, lo, hi int, hasLo, hasHi bool) error {
+	if d != Bool && !d.IsComplex() {
+		return nil
+	}
+	tensors := (!hasLo || c.IsTensor(lo)) && (!hasHi || c.IsTensor(hi))
+	kernel := map[[2]bool]string{{true, false}: "clamp_min", {false, true}: "clamp_max", {true, true}: "clamp"}[[2]bool{hasLo, hasHi}]
+	switch {
+	case c.Meta(0).DType.IsComplex() || !tensors && d.IsComplex():
+		return &KindedError{NotImplementedErr, "clamp is not supported for complex types"}
+	case !tensors:
+		return notImplemented(kernel+"_scalar_cpu", d)
+	case hasLo && hasHi:
+		return notImplemented("clamp_cpu", d)
+	case d == Bool:
+		return nil
+	case hasLo:
+		return notImplemented("maximum_cpu", d)
+	}
+	return notImplemented("minimum_cpu", d)
 }
 
 func maxVal(b *hlo.Builder, x, y *hlo.Value, d DType) *hlo.Value {

@@ -37,7 +37,7 @@ func newCTC(c *Ctx, lpArg int, blank int64, zeroInf bool) (*ctcProblem, error) {
 		return nil, Errorf("ctc_loss: expected log_probs to be a 3-D tensor, got %d-D", len(m.Sizes))
 	}
 	if m.DType != Float32 && m.DType != Float64 {
-		return nil, Errorf("\"ctc_loss_cpu\" not implemented for '%s'", m.DType)
+		return nil, notImplemented("ctc_loss_cpu", m.DType)
 	}
 	T, B, C := m.Sizes[0], m.Sizes[1], m.Sizes[2]
 	if blank < 0 || blank >= C {

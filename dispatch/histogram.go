@@ -229,7 +229,7 @@ func histogramddFromBinTensors(c *Ctx) ([]*hlo.Value, error) {
 func histc(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
 	if !m.DType.IsFloat() {
-		return nil, Errorf("\"histogram_cpu\" not implemented for '%s'", scalarTypeName(m.DType))
+		return nil, notImplemented("histogram_cpu", m.DType)
 	}
 	bins := c.Int(1, 100)
 	if bins <= 0 {

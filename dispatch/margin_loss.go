@@ -42,7 +42,7 @@ func (c *Ctx) multiMarginArgs(x, t, p, margin, weight int) (*multiMargin, error)
 		return nil, err
 	}
 	if !m.DType.IsFloat() {
-		return nil, Errorf("\"multi_margin_loss_cpu_kernel\" not implemented for '%s'", scalarTypeName(m.DType))
+		return nil, notImplemented("multi_margin_loss_cpu_kernel", m.DType)
 	}
 	if err := multiMarginShapeCheck(m, tm, c, weight); err != nil {
 		return nil, err

@@ -83,7 +83,7 @@ func (c *Ctx) stdNormal(seedArg int, shape []int64, d DType) *hlo.Value {
 
 func checkFloat(d DType, op string) error {
 	if !d.IsFloat() {
-		return Errorf("\"%s\" not implemented for '%s'", op, d)
+		return notImplemented(op, d)
 	}
 	return nil
 }

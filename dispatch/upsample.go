@@ -195,7 +195,7 @@ func (s upsampleSpec) forward(c *Ctx) ([]*hlo.Value, error) {
 		return []*hlo.Value{upsampleUint8(c, outSize, c.Bool(first-1, false), false, first)}, nil
 	}
 	if !in.DType.IsFloat() && s.kind != interpNearest && s.kind != interpNearestExact {
-		return nil, Errorf("\"%s\" not implemented for '%s'", s.name, scalarTypeName(in.DType))
+		return nil, notImplemented(s.name, in.DType)
 	}
 	b := c.B
 	acc := accumElem(in.DType)

@@ -60,7 +60,7 @@ func upsampleBilinearAA(c *Ctx) ([]*hlo.Value, error) {
 		return []*hlo.Value{upsampleUint8(c, outSize, c.Bool(2, false), true, 3)}, nil
 	}
 	if !in.DType.IsFloat() {
-		return nil, Errorf("\"compute_index_ranges_weights\" not implemented for '%s'", scalarTypeName(in.DType))
+		return nil, notImplemented("compute_index_ranges_weights", in.DType)
 	}
 	b, e := c.B, accumElem(in.DType)
 	mh, mw := aaMatrices(c, e, in.Sizes, outSize, 2)

@@ -97,6 +97,25 @@ CASES = {
     "unfold empty channels": lambda d: F.unfold(torch.zeros(3, 0, 4, 5, device=d), (2, 3)),
     "unfold unbatched empty": lambda d: F.unfold(torch.zeros(0, 4, 5, device=d), 2),
     "fold empty columns": lambda d: F.fold(torch.zeros(3, 0, 4, device=d), (3, 3), 2),
+    "hypot of integers": lambda d: torch.hypot(torch.ones(2, dtype=torch.int32, device=d), torch.ones(2, dtype=torch.int32, device=d)),
+    "fmod of bools": lambda d: torch.fmod(torch.ones(2, dtype=torch.bool, device=d), True),
+    "remainder of bools": lambda d: torch.remainder(*[torch.ones(2, dtype=torch.bool, device=d)] * 2),
+    "trunc division of bools": lambda d: torch.div(*[torch.ones(2, dtype=torch.bool, device=d)] * 2, rounding_mode="trunc"),
+    "floor division of complex": lambda d: torch.div(*[torch.ones(2, dtype=torch.complex64, device=d)] * 2, rounding_mode="floor"),
+    "atan2 of complex": lambda d: torch.atan2(*[torch.ones(2, dtype=torch.complex64, device=d)] * 2),
+    "copysign of complex": lambda d: torch.copysign(torch.ones(2, dtype=torch.complex64, device=d), 1.0),
+    "logaddexp2 of complex": lambda d: torch.logaddexp2(*[torch.ones(2, dtype=torch.complex64, device=d)] * 2),
+    "zeta of bfloat16": lambda d: torch.special.zeta(*[torch.ones(2, dtype=torch.bfloat16, device=d)] * 2),
+    "maximum of complex": lambda d: torch.maximum(*[torch.ones(2, dtype=torch.complex64, device=d)] * 2),
+    "bitwise_and of floats": lambda d: torch.bitwise_and(*[torch.ones(2, device=d)] * 2),
+    "shift of bools": lambda d: torch.bitwise_left_shift(*[torch.ones(2, dtype=torch.bool, device=d)] * 2),
+    "pow of bool tensors": lambda d: torch.pow(*[torch.ones(2, dtype=torch.bool, device=d)] * 2),
+    "lerp end of another dtype": lambda d: torch.lerp(torch.ones(2, device=d), torch.ones(2, dtype=torch.uint8, device=d), 0.5),
+    "lerp of integers": lambda d: torch.lerp(*[torch.ones(2, dtype=torch.int32, device=d)] * 3),
+    "clamp of bools by numbers": lambda d: torch.clamp(torch.ones(2, dtype=torch.bool, device=d), True, True),
+    "clamp of complex": lambda d: torch.clamp(torch.ones(2, dtype=torch.complex64, device=d), min=1.0),
+    "clamp by a complex tensor": lambda d: torch.clamp(torch.ones(2, device=d), min=torch.ones(2, dtype=torch.complex64, device=d)),
+    "normal_ of integers": lambda d: torch.empty(3, dtype=torch.int32, device=d).normal_(),
 }
 
 
@@ -117,3 +136,11 @@ def test_fill_values_that_fit_still_work():
         want = torch.zeros(3, dtype=dtype).fill_(v)
         got = torch.zeros(3, dtype=dtype, device="tpu").fill_(v)
         torch.testing.assert_close(got.cpu(), want, equal_nan=True)
+
+
+def test_pow_of_bools_by_zero_or_one_runs_as_on_cpu():
+    """CPU's structured pow answers exponents 0 and 1 before its kernel, so a bool tensor takes them."""
+    for exponent in (0, 1, True, False):
+        want = torch.pow(torch.tensor([True, False]), exponent)
+        got = torch.pow(torch.tensor([True, False], device="tpu"), exponent)
+        assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
