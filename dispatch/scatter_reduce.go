@@ -56,7 +56,7 @@ func reduceInto(b *hlo.Builder, x, upd *hlo.Value, d DType, reduce string, inclu
 	count := sc(full(b, d, shape, start), full(b, d, upd.T.Shape, 1), addCombine)
 	zero := full(b, d, shape, 0)
 	count = b.Select(b.Compare(hlo.EQ, count, zero), full(b, d, shape, 1), count)
-	if d.IsFloat() {
+	if d.IsFloat() || d.IsComplex() {
 		return b.Div(r, count), nil
 	}
 	return floorDiv(b, r, count, d), nil

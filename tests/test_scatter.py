@@ -30,6 +30,8 @@ def test_scatter_reduce(mode, reduce, include_self):
     f = lambda t, s, i: t.scatter_reduce(0, i, s, reduce, include_self=include_self)
     check(f, x, src, idx)
     check(f, torch.arange(20).reshape(4, 5), torch.arange(10).reshape(2, 5) - 3, idx)
+    if reduce in ("sum", "prod", "mean"):  # CPU has complex kernels for these
+        check(f, torch.randn(4, 5, dtype=torch.complex64, generator=g), torch.randn(2, 5, dtype=torch.complex64, generator=g), idx)
     if reduce in ("sum", "mean"):
         grads(lambda t, s: t.scatter_reduce(0, idx.to(t.device), s, reduce, include_self=include_self), x, src)
 
