@@ -168,6 +168,14 @@ func (b *Builder) Convert(x *Value, e Elem) *Value {
 	if x.T.Elem == e {
 		return x
 	}
+	if e == U8 && x.T.Elem.IsFloat() {
+		// c10 casts floats to uint8 through int64, so that CPU and CUDA both
+		// wrap (-56.0 gives 200); XLA's direct convert saturates to 0. What
+		// int64 cannot hold (NaN, infinities) becomes its minimum on x86, 0 here.
+		in := b.Compare(LT, b.Abs(x), b.BroadcastTo(b.Scalar(x.T.Elem, 0x1p63), x.T.Shape))
+		i := b.op("stablehlo.convert", x.T.WithElem(S64), "", x)
+		x = b.Select(in, i, b.BroadcastTo(b.ConstantInt(T(S64), 0), x.T.Shape))
+	}
 	return b.op("stablehlo.convert", x.T.WithElem(e), "", x)
 }
 

@@ -209,3 +209,13 @@ def test_wide_unsigned_lcm_gcd_abs(dtype):
     assert torch.equal(torch.lcm(ta, tb).cpu().to(torch.int64), torch.lcm(a, b))
     assert torch.equal(torch.gcd(ta, tb).cpu().to(torch.int64), torch.gcd(a, b))
     assert torch.equal(torch.abs(ta).cpu().to(torch.int64), a)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_float_to_uint8_wraps_through_int64_as_c10_casts(mode, dtype):
+    """c10 casts floats to uint8 through int64, so CPU and CUDA agree that -55.7 gives 201 and 300.7 gives 44 (XLA's
+    convert saturated both); NaN, infinities and values past int64 give 0."""
+    x = torch.tensor([-55.67, -0.5, -1.0, 255.9, 256.0, 300.7, 1e10, -1e10, 97.3, 1e20, float("inf"), float("nan"),
+                      -float("inf")]).to(dtype)
+    assert torch.equal(x.to("tpu").to(torch.uint8).cpu(), x.to(torch.uint8))
+    assert torch.equal((x.to("tpu") * 1).byte().cpu(), (x * 1).byte())
