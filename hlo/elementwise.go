@@ -168,6 +168,9 @@ func (b *Builder) Convert(x *Value, e Elem) *Value {
 	if x.T.Elem == e {
 		return x
 	}
+	if e == U8 && x.T.Elem.IsComplex() {
+		x = b.Real(x) // as XLA's convert would, so that the float rule below applies
+	}
 	if e == U8 && x.T.Elem.IsFloat() {
 		// c10 casts floats to uint8 through int64, so that CPU and CUDA both
 		// wrap (-56.0 gives 200); XLA's direct convert saturates to 0. What

@@ -1,5 +1,7 @@
 """Dtype conformance fixes found by the dtype sweep (tests/conformance/test_sweep_dtypes.py), against CPU:
 norm of complex tensors, and half-precision addcmul/addcdiv/lerp computed in float32 and rounded once."""
+import warnings
+
 import pytest
 import torch
 
@@ -219,3 +221,8 @@ def test_float_to_uint8_wraps_through_int64_as_c10_casts(mode, dtype):
                       -float("inf")]).to(dtype)
     assert torch.equal(x.to("tpu").to(torch.uint8).cpu(), x.to(torch.uint8))
     assert torch.equal((x.to("tpu") * 1).byte().cpu(), (x * 1).byte())
+    if dtype == torch.float32:
+        z = torch.complex(x, torch.ones_like(x))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # casting complex to real warns on both devices
+            assert torch.equal(z.to("tpu").to(torch.uint8).cpu(), z.to(torch.uint8))
