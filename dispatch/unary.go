@@ -137,7 +137,10 @@ func expOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	posInf := b.And(bad, b.Compare(hlo.EQ, re, inf))
 	negInf := b.And(bad, b.Compare(hlo.EQ, re, b.Neg(inf)))
 	r = b.Select(posInf, b.Complex(inf, b.Constant(ft, math.NaN())), r)
-	return b.Select(negInf, b.Complex(b.Constant(ft, 0), b.Constant(ft, 0)), r)
+	negZero := b.Select(b.Compare(hlo.LT, im, b.Constant(ft, 0)), b.Constant(ft, math.Copysign(0, -1)), b.Constant(ft, 0))
+	r = b.Select(negInf, b.Complex(b.Constant(ft, 0), negZero), r)
+	// A zero imaginary part stays as it is, sign included: exp(x-0j) = e^x-0j.
+	return b.Select(b.Compare(hlo.EQ, im, b.Constant(ft, 0)), b.Complex(b.Exp(re), im), r)
 }
 
 func viaF64(f func(b *hlo.Builder, x *hlo.Value) *hlo.Value) func(b *hlo.Builder, x *hlo.Value) *hlo.Value {

@@ -24,6 +24,49 @@ func (b *Builder) Abs(x *Value) *Value {
 	return b.Select(b.Or(isInf(re), isInf(im)), inf, r)
 }
 
+// complexNaNs gives r, the log (log set) or square root of a complex x, C's
+// answers where a part of x is NaN: log's real part follows Abs (infinite
+// when a part is infinite, else NaN); sqrt is NaN+NaN·j unless the imaginary
+// part is infinite or the real part is (XLA gave log(NaN·j) = -inf and
+// sqrt(1+NaN·j) a finite real part).
+func (b *Builder) complexNaNs(x, r *Value, log bool) *Value {
+	if !x.T.Elem.IsComplex() {
+		return r
+	}
+	re, im := b.Real(x), b.Imag(x)
+	isNaN := func(v *Value) *Value { return b.Compare(NE, v, v) }
+	inf := b.Constant(re.T, math.Inf(1))
+	isInf := func(v *Value) *Value { return b.Compare(EQ, b.op("stablehlo.abs", v.T, "", v), inf) }
+	anyNaN := b.Or(isNaN(re), isNaN(im))
+	if log {
+		return b.Select(anyNaN, b.Complex(b.unary("log", b.Abs(x)), b.Imag(r)), r)
+	}
+	// sqrt follows C's csqrt: the imaginary part keeps x's sign (sqrt(-1-0j)
+	// is -1j), an infinite imaginary part gives +inf+im·j, and a NaN part
+	// gives NaN+NaN·j except beside an infinite real part.
+	nan, zero := b.Constant(re.T, math.NaN()), b.Constant(re.T, 0)
+	signOf := func(mag, sign *Value) *Value {
+		neg := b.Compare(LT, b.BitcastConvert(sign, signedOfWidth(sign.T.Elem)), b.Constant(T(signedOfWidth(sign.T.Elem), sign.T.Shape...), 0))
+		m := b.op("stablehlo.abs", mag.T, "", mag)
+		return b.Select(neg, b.op("stablehlo.negate", m.T, "", m), m)
+	}
+	out := b.Complex(b.Real(r), signOf(b.Imag(r), im))
+	posInf, negInf := b.Compare(EQ, re, inf), b.Compare(EQ, re, b.op("stablehlo.negate", inf.T, "", inf))
+	out = b.Select(b.And(anyNaN, b.Not(b.Or(isInf(re), isInf(im)))), b.Complex(nan, nan), out)
+	out = b.Select(b.And(posInf, isNaN(im)), b.Complex(inf, nan), out)
+	out = b.Select(b.And(negInf, isNaN(im)), b.Complex(nan, inf), out)
+	out = b.Select(b.And(negInf, b.Not(isNaN(im))), b.Complex(zero, signOf(inf, im)), out)
+	return b.Select(isInf(im), b.Complex(inf, im), out)
+}
+
+// signedOfWidth is the signed integer type as wide as the float type e.
+func signedOfWidth(e Elem) Elem {
+	if e == F64 {
+		return S64
+	}
+	return S32
+}
+
 // Real returns the real part of a complex x (x itself when x is real).
 func (b *Builder) Real(x *Value) *Value {
 	if !x.T.Elem.IsComplex() {

@@ -105,9 +105,9 @@ func (b *Builder) ShiftRightLogical(x, y *Value) *Value { return b.binary("shift
 func (b *Builder) Neg(x *Value) *Value       { return b.unary("negate", x) }
 func (b *Builder) Exp(x *Value) *Value       { return b.unary("exponential", x) }
 func (b *Builder) Expm1(x *Value) *Value     { return b.unary("exponential_minus_one", x) }
-func (b *Builder) Log(x *Value) *Value       { return b.unary("log", x) }
+func (b *Builder) Log(x *Value) *Value       { return b.complexNaNs(x, b.unary("log", x), true) }
 func (b *Builder) Log1p(x *Value) *Value     { return b.unary("log_plus_one", x) }
-func (b *Builder) Sqrt(x *Value) *Value      { return b.unary("sqrt", x) }
+func (b *Builder) Sqrt(x *Value) *Value      { return b.complexNaNs(x, b.unary("sqrt", x), false) }
 func (b *Builder) Rsqrt(x *Value) *Value     { return b.unary("rsqrt", x) }
 func (b *Builder) Cbrt(x *Value) *Value      { return b.unary("cbrt", x) }
 func (b *Builder) Tanh(x *Value) *Value      { return b.unary("tanh", x) }

@@ -136,3 +136,19 @@ def test_unary_special_values(name, dtype):
 def test_binary_special_values(name, dtype):
     diffs, args = run(name, dtype, binary_args)
     verdict(name, dtype, diffs, args)
+
+
+COMPLEX_UNARY = ["abs", "exp", "log", "log2", "log10", "sqrt", "isnan", "isinf", "isfinite"]
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("name", COMPLEX_UNARY)
+def test_complex_unary_special_values(name, dtype):
+    """C's answers for complex NaN, infinite and signed-zero parts, as CPU gives them: log(NaN·j) is NaN+NaN·j, the
+    square root of -1-0j is -1j, sqrt(NaN+inf·j) is inf+inf·j."""
+    parts = [0.0, -0.0, 1.0, -1.0, 2.5, math.inf, -math.inf, math.nan, 1e30]
+
+    def args(dt):
+        return [torch.tensor([complex(a, b) for a in parts for b in parts], dtype=dt)]
+    diffs, xs = run(name, dtype, args)
+    verdict(name, dtype, diffs, xs)
