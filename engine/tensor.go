@@ -66,7 +66,7 @@ func (e *Engine) Read(h any) *hlo.Value {
 		return v
 	}
 	base := e.baseValue(st, t.DType)
-	if st.pad == nil && st.buf != nil && st.pending == nil && st.dtype == t.DType {
+	if st.pad == nil && st.buf != nil && st.pending == nil {
 		// A window of a materialized storage (a batch sliced from a dataset
 		// on the device, a row of a table) starts at runtime offsets, so the
 		// next window reuses the program.
@@ -241,7 +241,7 @@ func (e *Engine) write(t *TensorDesc, val *hlo.Value) error {
 		st.shaped, st.dtype, st.shape = true, t.DType, []int64{st.nbytes / int64(t.DType.Size())}
 	}
 	var starts windowStarts
-	if st.pad == nil && st.buf != nil && st.pending == nil && st.dtype == t.DType {
+	if st.pad == nil && st.buf != nil && st.pending == nil {
 		starts = e.windowStarts // as Read: a window of a materialized storage lands at runtime offsets
 	}
 	base := e.baseValue(st, t.DType)
