@@ -43,8 +43,9 @@ func ArangeLength(start, end, step float64) (int64, error) {
 // dtype decides the result's. As PyTorch's CPU kernel does, an integer result
 // is start + i*step in int64 with start and step truncated to integers (so
 // arange(0.5, 5, 1.5) of int64 is 0, 1, 2; its length still comes from the
-// float values), and a float result is computed in its own dtype (float32
-// for the half types).
+// float values), and a float result is computed in CPU's accumulate type
+// (float64 for float32 and float64, float32 for the half types) and rounded
+// once: arange(-1.5, 2.7, 0.3)[5] is -5.6e-17, not 6e-8.
 func arangeOut(c *Ctx) ([]*hlo.Value, error) {
 	start, end, step := c.Float(0, 0), c.Float(1, 0), c.Float(2, 1)
 	n, err := ArangeLength(start, end, step)
@@ -65,7 +66,7 @@ func arangeOut(c *Ctx) ([]*hlo.Value, error) {
 		return []*hlo.Value{b.Convert(b.Add(sv, b.Mul(i, st)), d.Elem())}, nil
 	}
 	acc := Float32
-	if d == Float64 {
+	if d == Float64 || d == Float32 {
 		acc = Float64
 	}
 	fi := b.Convert(i, acc.Elem())

@@ -316,3 +316,16 @@ def test_integer_pow_uses_every_exponent_bit(mode, dtype):
     check(torch.pow, base, exponent)
     check(lambda b: b ** 64, base)
     check(lambda b: torch.pow(3, b.clamp(min=0)), base)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_float_arange_rounds_once_from_cpus_accumulate_type(mode, dtype):
+    """CPU forms float32 arange values with float64 steps and rounds once: arange(-1.5, 2.7, 0.3)[5] is -5.6e-17,
+    where float32 steps gave 6e-8. (CPU's vector blocks round their first value to float32 first, so other elements
+    may differ by an ulp; half types compute in float32.)"""
+    for start, end, step in [(-1.5, 2.7, 0.3), (0, 1, 0.1), (5, -5, -1.5), (0.5, 5, 2), (-3.3, 10.1, 0.7)]:
+        want = torch.arange(start, end, step, dtype=dtype)
+        got = torch.arange(start, end, step, dtype=dtype, device="tpu").cpu()
+        torch.testing.assert_close(got, want, rtol=1.3e-6 if dtype == torch.float32 else 0, atol=0)
+    near_zero = torch.arange(-1.5, 2.7, 0.3, dtype=dtype)[5]
+    assert torch.arange(-1.5, 2.7, 0.3, dtype=dtype, device="tpu")[5].item() == near_zero.item()
