@@ -40,6 +40,13 @@ func ComplexHalfOp(op string) bool {
 	return ok && complexHalfOps[ruleBase(e.Rule)]
 }
 
+// ruleBaseOf returns op's name without "aten::" and overload: "add" for
+// aten::add.Tensor.
+func ruleBaseOf(op string) string {
+	base, _, _ := strings.Cut(strings.TrimPrefix(op, "aten::"), ".")
+	return base
+}
+
 // ruleBase returns the name of r without "aten::" and overload: "add" for
 // aten::add.Tensor.
 func ruleBase(r *Rule) string {
@@ -58,7 +65,48 @@ func AcceptsComplexHalf(op string, args []Arg) bool {
 			}
 		}
 	}
+	if e, ok := Lookup(op); ok && halfPromoting[ruleBase(e.Rule)] && len(args) >= 2 && halfMeetsComplex(operandsOf(args[:2])) {
+		return ComplexHalfOp(op)
+	}
 	return true
+}
+
+// halfPromoting lists the arithmetic ops whose float16 tensor arguments
+// meet a complex number or 0-dim complex tensor in CPU's type promotion and
+// so compute complex32 (half + 1j is complex32 on CPU).
+var halfPromoting = map[string]bool{"add": true, "sub": true, "mul": true, "div": true, "rsub": true, "pow": true}
+
+// operandsOf returns the promotion operands of args (an op's self and
+// other): tensors and Python numbers.
+func operandsOf(args []Arg) []Operand {
+	var ops []Operand
+	for _, a := range args {
+		switch {
+		case a.Kind == ArgTensor && a.Tensors[0].Defined:
+			m := a.Tensors[0]
+			kind := KindDim
+			if m.Number {
+				kind = KindWrapped
+			} else if m.Rank() == 0 {
+				kind = KindZeroDim
+			}
+			ops = append(ops, Operand{m.DType, kind})
+		case a.IsScalar():
+			ops = append(ops, Operand{a.ScalarDType(), KindWrapped})
+		}
+	}
+	return ops
+}
+
+// halfMeetsComplex reports whether a float16 tensor and a complex operand
+// meet and promote to complex32.
+func halfMeetsComplex(ops []Operand) bool {
+	half, cplx := false, false
+	for _, o := range ops {
+		half = half || (o.DType == Float16 && o.Kind != KindWrapped)
+		cplx = cplx || o.DType.IsComplex()
+	}
+	return half && cplx && ResultType(ops...) == ComplexHalf
 }
 
 // halfMode says whether a rule computes complex32 (see Ctx.ResultDType).
@@ -103,6 +151,9 @@ func (c *Ctx) ComputesComplexHalf() bool {
 			}
 		}
 		if hasComplexHalf(ops) && ResultType(ops...) == ComplexHalf {
+			c.half = halfYes
+		}
+		if halfPromoting[strings.TrimSuffix(ruleBaseOf(c.Op), "_")] && len(c.Args) >= 2 && halfMeetsComplex(operandsOf(c.Args[:2])) {
 			c.half = halfYes
 		}
 	}

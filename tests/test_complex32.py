@@ -264,3 +264,28 @@ def test_compiled():
     for _ in range(2):
         got, want = f(x.to("tpu"), y.to("tpu")), (lambda a, b: torch.cat([a * b + a, -b]))(x, y)
         assert_same(got, want)
+
+
+def test_float16_meeting_a_complex_number_computes_complex32_as_cpu():
+    """CPU promotes a float16 tensor with a complex number or 0-dim complex tensor to complex32: add, sub and mul give
+    complex32 on tpu too, and division and pow raise CPU's NotImplementedError (CPU has no complex32 kernels)."""
+    import warnings
+    a = torch.tensor([3.0, 1.0, 2.0], dtype=torch.float16)
+    for f in [lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y, lambda x, y: torch.add(x, y, alpha=2),
+              lambda x, y: x / y, lambda x, y: x ** y]:
+        for b in [torch.tensor(2 + 1j), 2j, torch.tensor([1j, 2, 3])]:
+            outs = []
+            for d in ("cpu", "tpu"):
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        r = f(a.to(d), b.to(d) if isinstance(b, torch.Tensor) else b)
+                    outs.append((r.dtype, r.cpu()))
+                except NotImplementedError as e:
+                    outs.append((NotImplementedError, str(e).split(" (aten")[0]))
+            (wd, w), (gd, g) = outs
+            assert gd == wd
+            if isinstance(w, torch.Tensor):
+                torch.testing.assert_close(g, w)
+            else:
+                assert g == w
