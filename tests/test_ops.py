@@ -329,3 +329,14 @@ def test_float_arange_rounds_once_from_cpus_accumulate_type(mode, dtype):
         torch.testing.assert_close(got, want, rtol=1.3e-6 if dtype == torch.float32 else 0, atol=0)
     near_zero = torch.arange(-1.5, 2.7, 0.3, dtype=dtype)[5]
     assert torch.arange(-1.5, 2.7, 0.3, dtype=dtype, device="tpu")[5].item() == near_zero.item()
+
+
+def test_kaiser_window_on_tpu():
+    """torch.kaiser_window's composite calls a DispatchStub with the output's device (it hit the stub's internal
+    assert on tpu); the values equal CPU's for periodic and symmetric windows, any beta and dtype."""
+    for args, kw in [((8,), {}), ((9, False), {}), ((7, True, 5.0), {}), ((1,), {}), ((0,), {}),
+                     ((6,), {"dtype": torch.float64}), ((5, True, 2.5), {"dtype": torch.bfloat16})]:
+        want = torch.kaiser_window(*args, **kw)
+        got = torch.kaiser_window(*args, device="tpu", **kw)
+        assert got.device.type == "tpu" and got.dtype == want.dtype
+        torch.testing.assert_close(got.cpu(), want)
