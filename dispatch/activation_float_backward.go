@@ -17,6 +17,10 @@ func numLike(c *Ctx, x *hlo.Value, v float64) *hlo.Value {
 // eluGrad is elu_backward(grad_output, alpha, scale, input_scale, is_result,
 // self_or_result); its tensors are arguments 0 and 5.
 func eluGrad(c *Ctx) ([]*hlo.Value, error) {
+	if c.Bool(4, false) && c.Float(1, 1) < 0 {
+		return nil, Errorf("In-place elu backward calculation is triggered with a negative slope which is not supported. " +
+			"This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead.")
+	}
 	d := c.resultType(0, 5)
 	if !d.IsFloat() {
 		return nil, notImplemented("elu_backward_cpu", d)
@@ -107,6 +111,14 @@ func mishGrad(c *Ctx, g, x *hlo.Value) *hlo.Value {
 	return b.Mul(g, b.Add(t, b.Mul(b.Mul(x, s), b.Sub(splat(b, x, 1), b.Mul(t, t)))))
 }
 
+// errInPlaceLeakyNegative is CPU's refusal of the backward of an in-place
+// leaky_relu_ (or rrelu_ in eval mode) with a negative slope.
+func errInPlaceLeakyNegative() error {
+	return Errorf("In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. " +
+		"This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. " +
+		"File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope")
+}
+
 // rreluGrad is rrelu_with_noise_backward(grad_output, self, noise, lower,
 // upper, training, self_is_result).
 func rreluGrad(c *Ctx) ([]*hlo.Value, error) {
@@ -119,6 +131,9 @@ func rreluGrad(c *Ctx) ([]*hlo.Value, error) {
 		return []*hlo.Value{c.B.Mul(vs[0], vs[1])}, nil
 	}
 	slope := (c.Float(3, 1.0/8) + c.Float(4, 1.0/3)) / 2
+	if c.Bool(6, false) && slope < 0 {
+		return nil, errInPlaceLeakyNegative() // CPU runs it as leaky_relu_backward
+	}
 	return gradRule("rrelu_with_noise_backward", func(c *Ctx, g, x *hlo.Value) *hlo.Value {
 		b := c.B
 		return b.Select(b.Compare(hlo.GT, x, splat(b, x, 0)), g, b.Mul(g, numLike(c, x, slope)))
@@ -133,7 +148,13 @@ func init() {
 	def("aten::softplus_backward", gradRule("softplus_backward_cpu", softplusGrad), "aten::softplus_backward.grad_input")
 	def("aten::softshrink_backward", gradRule("softshrink_backward_cpu", shrinkGrad), "aten::softshrink_backward.grad_input")
 	def("aten::hardshrink_backward", gradRule("hardshrink_backward_cpu", shrinkGrad), "aten::hardshrink_backward.grad_input")
-	def("aten::leaky_relu_backward", gradRule("leaky_relu_backward_cpu", leakyReluGrad), "aten::leaky_relu_backward.grad_input")
+	leaky := gradRule("leaky_relu_backward_cpu", leakyReluGrad)
+	def("aten::leaky_relu_backward", func(c *Ctx) ([]*hlo.Value, error) {
+		if c.Bool(3, false) && c.Float(2, 0.01) < 0 {
+			return nil, errInPlaceLeakyNegative()
+		}
+		return leaky(c)
+	}, "aten::leaky_relu_backward.grad_input")
 	def("aten::logit_backward", gradRule("logit_backward_cpu", logitGrad), "aten::logit_backward.grad_input")
 	def("aten::mish_backward", gradRule("mish_backward_cpu", mishGrad))
 	def("aten::rrelu_with_noise_backward", rreluGrad, "aten::rrelu_with_noise_backward.out")

@@ -68,7 +68,7 @@ func nllPicks(c *Ctx, in int, spatial, checkRange bool) (onehot, wt *hlo.Value, 
 		return nil, nil, err
 	}
 	classes := m.Sizes[cd]
-	if c.IsTensor(in+2) && c.Meta(in+2).Numel() != classes {
+	if c.IsTensor(in+2) && (c.Meta(in+2).Numel() != classes || c.Meta(in+2).Rank() != 1) {
 		return nil, nil, Errorf("weight tensor should be defined either for all %d classes or no classes but got weight tensor of shape: %s",
 			classes, shapeString(c.Meta(in+2).Sizes))
 	}

@@ -144,3 +144,25 @@ def test_pow_of_bools_by_zero_or_one_runs_as_on_cpu():
         want = torch.pow(torch.tensor([True, False]), exponent)
         got = torch.pow(torch.tensor([True, False], device="tpu"), exponent)
         assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize("inplace", ["elu_", "celu_", "leaky_relu_", "rrelu_"])
+def test_backward_of_in_place_activation_with_negative_slope_is_refused(inplace):
+    """An in-place elu/celu/leaky_relu/rrelu with a negative slope cannot be differentiated from its result; CPU
+    raises at backward, and so does tpu."""
+    f = {"elu_": lambda t: F.elu_(t, alpha=-2), "celu_": lambda t: F.celu_(t, alpha=-2),
+         "leaky_relu_": lambda t: F.leaky_relu_(t, -2), "rrelu_": lambda t: F.rrelu_(t, -5.0, 1.0)}[inplace]
+    msgs = []
+    for d in ("cpu", "tpu"):
+        a = torch.tensor([-1.0, 1.0], device=d, requires_grad=True)
+        with pytest.raises(RuntimeError, match="call out-of-place version") as e:
+            f(a.clone()).backward(torch.ones(2, device=d))
+        msgs.append(str(e.value).split(" (aten")[0])
+    assert msgs[1].startswith(msgs[0])
+
+
+def test_nll_loss_weight_of_the_wrong_rank():
+    for d in ("cpu", "tpu"):
+        x, t = torch.randn(10, 3, device=d), torch.randint(0, 3, (10,), device=d)
+        with pytest.raises(RuntimeError, match="weight tensor should be defined either for all 3 classes or no classes"):
+            F.nll_loss(x, t, weight=torch.randn(1, 3, device=d))
