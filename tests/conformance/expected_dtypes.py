@@ -18,9 +18,6 @@ _TOL_COMPLEX64 = (
     "complex64: values differ from CPU's past the tolerance by a last-digit rounding "
     '(nn.functional.conv_transpose3d)'
 )
-_UINT8_UPSAMPLE = (
-    "uint8 bicubic upsampling: CPU's integer kernel rounds in an order not reproduced yet (bilinear is exact)"
-)
 
 EXPECTED = {
     # CPU's half-precision matrix_exp overflows to NaN; tpu computes in float32 and gives finite values
@@ -71,6 +68,4 @@ EXPECTED = {
     'linalg.lstsq/float64': _STRIDES_LSTSQ,
     # complex64: values differ from CPU's past the tolerance by a last-digit rounding (nn.functional.conv_
     'nn.functional.conv_transpose3d/complex64': _TOL_COMPLEX64,
-    # uint8 bicubic upsampling: CPU's integer kernel rounds in an order not reproduced yet (bilinear is exact)
-    'nn.functional.interpolate.bicubic/uint8': _UINT8_UPSAMPLE,
 }
