@@ -324,6 +324,8 @@ REFUSED = {
 }
 
 
+# A refusal is decided before any program runs, the same in every mode: strict mode alone keeps `make test` short.
+@pytest.mark.parametrize("mode", ["strict"], indirect=True)
 @pytest.mark.parametrize("op", sorted(REFUSED))
 @fmt
 def test_refused_like_cpu(d, op):
