@@ -49,10 +49,7 @@ func ruleBaseOf(op string) string {
 
 // ruleBase returns the name of r without "aten::" and overload: "add" for
 // aten::add.Tensor.
-func ruleBase(r *Rule) string {
-	base, _, _ := strings.Cut(strings.TrimPrefix(r.Name, "aten::"), ".")
-	return base
-}
+func ruleBase(r *Rule) string { return ruleBaseOf(r.Name) }
 
 // AcceptsComplexHalf reports whether op runs on tpu for args: it has no
 // complex32 tensor argument, or it is one of the ops CPU implements for
@@ -81,18 +78,8 @@ var halfPromoting = map[string]bool{"add": true, "sub": true, "mul": true, "div"
 func operandsOf(args []Arg) []Operand {
 	var ops []Operand
 	for _, a := range args {
-		switch {
-		case a.Kind == ArgTensor && a.Tensors[0].Defined:
-			m := a.Tensors[0]
-			kind := KindDim
-			if m.Number {
-				kind = KindWrapped
-			} else if m.Rank() == 0 {
-				kind = KindZeroDim
-			}
-			ops = append(ops, Operand{m.DType, kind})
-		case a.IsScalar():
-			ops = append(ops, Operand{a.ScalarDType(), KindWrapped})
+		if (a.Kind == ArgTensor && a.Tensors[0].Defined) || a.IsScalar() {
+			ops = append(ops, operandOf(a))
 		}
 	}
 	return ops

@@ -49,7 +49,7 @@ var cpuRefusals = map[string]cpuRefusal{
 // refusedByCPU returns CPU's error when the running op's result dtype d has
 // no CPU kernel (cpuRefusals), else nil.
 func refusedByCPU(op string, d DType) error {
-	base, _, _ := strings.Cut(strings.TrimPrefix(op, "aten::"), ".")
+	base := ruleBaseOf(op)
 	r, ok := cpuRefusals[base]
 	if !ok {
 		r, ok = cpuRefusals[strings.TrimSuffix(base, "_")] // in-place hypot_

@@ -101,16 +101,7 @@ func TestFloat8Ops(t *testing.T) {
 			t.Errorf("Float8Op(%s) = %v, want %v", op, got, want)
 		}
 	}
-	bases := map[string]bool{}
-	for _, n := range Names() {
-		e, _ := Lookup(n)
-		bases[ruleBase(e.Rule)] = true
-	}
-	for name := range float8Ops {
-		if !bases[name] {
-			t.Errorf("float8Ops names %s, which has no rule", name)
-		}
-	}
+	checkListedOpsHaveRules(t, "float8Ops", float8Ops)
 	h := newHarness(t)
 	f8 := func(sizes ...int64) Arg { return h.tensor(Float8E4M3FN, sizes...) }
 	cases := []struct {

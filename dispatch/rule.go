@@ -375,8 +375,10 @@ func (c *Ctx) DTypeArg(i int, def DType) (DType, error) {
 }
 
 // Operand returns argument i as a result-type operand.
-func (c *Ctx) Operand(i int) Operand {
-	a := c.Args[i]
+func (c *Ctx) Operand(i int) Operand { return operandOf(c.Args[i]) }
+
+// operandOf is argument a as a type promotion operand.
+func operandOf(a Arg) Operand {
 	if a.Kind == ArgTensor {
 		m := a.Tensors[0]
 		if m.Number {

@@ -115,6 +115,17 @@ def no_fallbacks():
     return {k: v for k, v in torch.tpu.metrics()["cpu_fallbacks"].items() if v}
 
 
+def on_both(fn, *args, fallback=False):
+    """fn on the CPU args and on tpu copies of them: (tpu result, CPU result). Unless fallback is set, no op
+    may run on CPU for the tpu call."""
+    tpu = [a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args]
+    torch.tpu.reset_metrics()
+    got = fn(*tpu)
+    if not fallback:
+        assert no_fallbacks() == {}, "ops fell back to CPU"
+    return got, fn(*args)
+
+
 @pytest.fixture
 def fresh_metrics():
     """Resets the metrics before a test and asserts that no op fell back to CPU during it; a file

@@ -9,7 +9,7 @@ import warnings
 import pytest
 import torch
 
-from conftest import Draws, no_fallbacks
+from conftest import Draws, no_fallbacks, on_both
 
 randn = Draws(32).randn
 
@@ -48,17 +48,6 @@ def assert_same(got, want, strides=True):
     if strides:
         assert got.stride() == want.stride(), f"strides {got.stride()} != CPU's {want.stride()}"
     torch.testing.assert_close(parts(got), parts(want), rtol=0, atol=0, equal_nan=True)
-
-
-def on_both(fn, *args, fallback=False):
-    """fn on the CPU args and on tpu copies of them: (tpu result, CPU result). Unless fallback is set, no op
-    may run on CPU for the tpu call."""
-    tpu = [a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args]
-    torch.tpu.reset_metrics()
-    got = fn(*tpu)
-    if not fallback:
-        assert no_fallbacks() == {}, "ops fell back to CPU"
-    return got, fn(*args)
 
 
 def check(fn, *args, strides=True, fallback=False):

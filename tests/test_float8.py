@@ -11,7 +11,7 @@ import warnings
 import pytest
 import torch
 
-from conftest import Draws, no_fallbacks
+from conftest import Draws, on_both
 
 randn = Draws(38).randn
 
@@ -65,17 +65,6 @@ def assert_bits(got, want):
         assert bad.numel() == 0, f"{bad.shape[0]} of {g.numel()} differ, first at {bad[0].tolist()}: {g[tuple(bad[0])]} != {w[tuple(bad[0])]}"
     else:
         torch.testing.assert_close(g, w, rtol=0, atol=0, equal_nan=True)
-
-
-def on_both(fn, *args, fallback=False):
-    """fn on the CPU args and on tpu copies of them: (tpu result, CPU result). Unless fallback is set, no op
-    may run on CPU for the tpu call."""
-    tpu = [a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args]
-    torch.tpu.reset_metrics()
-    got = fn(*tpu)
-    if not fallback:
-        assert no_fallbacks() == {}, "ops fell back to CPU"
-    return got, fn(*args)
 
 
 def check(fn, *args, fallback=False):
