@@ -85,7 +85,9 @@ class CpuGenerators {
   std::vector<std::pair<at::Generator, at::Generator>> pairs_;
 };
 
-void run_on_cpu(const c10::OperatorHandle& op, const std::string& name, torch::jit::Stack* stack) {
+}  // namespace
+
+void run_on_cpu(const c10::OperatorHandle& op, const std::string& name, torch::jit::Stack* stack, CpuRunner run) {
   TORCH_CHECK(ttpu_fallback_is_error() == 0, "torchtpu: ", name,
               " has no tpu rule, and TORCHTPU_FALLBACK=error forbids running it on the CPU");
   if (ttpu_note_fallback(name.c_str()) == 1) {
@@ -94,10 +96,12 @@ void run_on_cpu(const c10::OperatorHandle& op, const std::string& name, torch::j
                "Set TORCHTPU_FALLBACK=error to make this an error.");
   }
   CpuGenerators generators(op.schema(), stack);
-  at::native::cpu_fallback(op, stack);
+  if (run == nullptr) {
+    at::native::cpu_fallback(op, stack);
+  } else {
+    run(op, stack);
+  }
 }
-
-}  // namespace
 
 std::string op_full_name(const c10::OperatorName& name) {
   if (name.overload_name.empty()) {

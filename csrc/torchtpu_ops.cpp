@@ -8,6 +8,7 @@
 #include "device_guard.h"
 #include "events.h"
 #include "fallback.h"
+#include "nested.h"
 #include "fork.h"
 #include "generator.h"
 #include "availability.h"
@@ -68,7 +69,10 @@ void set_tpu_device(int64_t index) { set_device(static_cast<c10::DeviceIndex>(in
 
 void record_init_error(std::string message) { set_init_error(message); }
 
-void install_rule_kernels() { register_rule_kernels(); }
+void install_rule_kernels() {
+  register_rule_kernels();
+  register_nested_kernels();
+}
 
 // event_elapsed_ms serves torch.tpu.Event.elapsed_time from the events' ids (their addresses).
 double event_elapsed_ms(int64_t start, int64_t end) {
