@@ -20,6 +20,7 @@
 #include "allocator.h"
 #include "device_guard.h"
 #include "errors.h"
+#include "fallback.h"
 #include "fork.h"
 #include "availability.h"
 #include "go_call.h"
@@ -153,6 +154,24 @@ at::Tensor& set_storage_offset(at::Tensor& self, c10::Storage source, int64_t st
   std::optional<c10::IntArrayRef> stride_opt =
       stride.data() != nullptr ? std::optional<c10::IntArrayRef>(stride) : std::nullopt;
   resize_impl(self.unsafeGetTensorImpl(), size, stride_opt);
+  return self;
+}
+
+// fill_scalar fills self with value through Go's fill_ rule. The boxed path holds integers as int64, so an unsigned
+// value beyond int64's range is first stored by CPU's fill_ into one element of self's dtype (which raises CPU's
+// overflow error where CPU does); a uint64 tensor then fills an int64 view of the same bits, others that element.
+at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
+  if (value.type() == c10::ScalarType::UInt64 && value.to<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    const at::Tensor one = at::empty({}, self.options().device(c10::kCPU)).fill_(value);
+    if (self.scalar_type() == c10::ScalarType::UInt64) {
+      self.view(c10::ScalarType::Long).fill_(static_cast<int64_t>(value.to<uint64_t>()));
+      return self;
+    }
+    return self.fill_(one.item());
+  }
+  static const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::fill_", "Scalar");
+  torch::jit::Stack stack{self, value};
+  tpu_fallback(op, &stack);
   return self;
 }
 
@@ -336,6 +355,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Tensor", TORCH_FN(set_tensor));
   m.impl("set_", TORCH_FN(set_empty));
   m.impl("copy_", TORCH_FN(copy_));
+  m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));

@@ -226,3 +226,25 @@ def test_float_to_uint8_wraps_through_int64_as_c10_casts(mode, dtype):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # casting complex to real warns on both devices
             assert torch.equal(z.to("tpu").to(torch.uint8).cpu(), z.to(torch.uint8))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint64, torch.float32, torch.float64, torch.complex64, torch.int64,
+                                   torch.uint8, torch.bool])
+@pytest.mark.parametrize("value", [2**63 + 5, 2**64 - 1, 2**63 - 1, -3])
+def test_fills_beyond_int64_as_cpu(dtype, value):
+    # Python integers past int64's range reach fill_ as unsigned Scalars; CPU fills uint64 (and floats) with them
+    # and raises its overflow error for narrower integers.
+    def fill(device):
+        try:
+            return torch.empty(3, dtype=dtype, device=device).fill_(value).cpu(), None
+        except RuntimeError as e:
+            return None, str(e)
+
+    (got, got_err), (want, want_err) = fill("tpu"), fill("cpu")
+    assert (got_err is None) == (want_err is None)
+    if want_err is not None:
+        assert got_err.startswith(want_err)  # the op and its arguments follow CPU's message
+    if want is not None:
+        assert torch.equal(got, want)
+        full = torch.full((2,), value, dtype=dtype, device="tpu").cpu()
+        assert torch.equal(full, torch.full((2,), value, dtype=dtype))
