@@ -45,6 +45,18 @@ def test_mismatched_kinds_roots_and_shapes_raise_on_both_ranks_at_once():
         assert f"rank {rank}: after: all_reduce ok" in out, out[-4000:]
 
 
+def test_a_rank_that_cannot_read_its_input_fails_the_collective_on_every_rank():
+    rc, out, _ = torchrun_outcome("faults.py", "tpu", "unread,after")
+    assert rc == 0, out[-4000:]
+    seen = outcomes(out)
+    expect_error(seen, out, 1, "unread", r"^injected: the device could not copy this tensor", within=TIMEOUT / 2)
+    # Before, rank 0 went on into gloo's all_reduce and paired it with rank 1's next call.
+    expect_error(seen, out, 0, "unread", r"^tpu_gloo allreduce: rank 1 could not read its input tensors",
+                 within=TIMEOUT / 2)
+    for rank in (0, 1):
+        assert f"rank {rank}: after: all_reduce ok" in out, out[-4000:]
+
+
 def test_a_rank_killed_mid_collective_is_an_error_not_unreduced_data():
     rc, out, _ = torchrun_outcome("faults.py", "tpu", "kill")
     assert rc != 0 and "(SIGKILL)" in out, out[-4000:]

@@ -5,8 +5,9 @@ gloo matches the ranks' messages by issue order alone: ranks that call different
 until the group's timeout, return without a word, or overwrite each other's data. So every group
 collective first all-reduces (MAX) a small signature of the call, and its negation: the two
 agree only when every rank's signature is the same. The signature holds the collective's kind,
-its root, its reduce op, and the count, ranks, dtypes and shapes of the tensors whose shapes must
-match; where they do not agree, every rank raises, naming what differs.
+its root, its reduce op, whether this rank could read its inputs, and the count, ranks, dtypes and
+shapes of the tensors whose shapes must match; where they do not agree, every rank raises, naming
+what differs.
 """
 
 import hashlib
@@ -44,12 +45,13 @@ def _op_name(code):
         return f"op #{code}"
 
 
-def signature(what, tensors, root=None, op=None):
+def signature(what, tensors, root=None, op=None, failed_rank=-1):
     """The int64 fields of a call: kind, root, reduce op, a digest of every tensor field, the
-    tensor count, then the first tensor fields."""
+    tensor count, the rank whose inputs could not be read (-1: none), then the first tensor fields."""
     fields = _tensor_fields(tensors)
     digest = int.from_bytes(hashlib.blake2b(repr(fields).encode(), digest_size=7).digest(), "little")
-    sig = [KINDS.index(what), -1 if root is None else int(root), _op_code(op), digest, len(tensors)] + fields
+    sig = [KINDS.index(what), -1 if root is None else int(root), _op_code(op), digest, len(tensors),
+           failed_rank] + fields
     sig = sig[:_LEN]
     return sig + [0] * (_LEN - len(sig))
 
@@ -58,10 +60,12 @@ def _name(code):
     return KINDS[code] if 0 <= code < len(KINDS) else f"collective #{code}"
 
 
-def agree(gloo, rank, what, tensors, root=None, op=None):
+def agree(gloo, rank, what, tensors, root=None, op=None, failure=None):
     """Raise on every rank of gloo's group unless all of them called `what` with the same root,
-    reduce op, tensor shapes and dtypes. Errors name the collective (`tpu_gloo <what>: ...`)."""
-    sig = signature(what, tensors, root, op)
+    reduce op, tensor shapes and dtypes, and none had a failure (an exception raised while reading
+    its inputs). Errors name the collective (`tpu_gloo <what>: ...`); the rank that failed raises
+    its own exception."""
+    sig = signature(what, tensors, root, op, failed_rank=-1 if failure is None else rank)
     both = torch.tensor(sig + [-v for v in sig], dtype=torch.int64)
     o = _c10d.AllreduceOptions()
     o.reduceOp = dist.ReduceOp.MAX
@@ -70,6 +74,12 @@ def agree(gloo, rank, what, tensors, root=None, op=None):
     except RuntimeError as e:
         raise RuntimeError(f"tpu_gloo {what} failed: {e}") from e
     high, low = both[:_LEN].tolist(), [-v for v in both[_LEN:].tolist()]
+    if failure is not None:
+        raise failure
+    if high[5] >= 0:
+        raise RuntimeError(
+            f"tpu_gloo {what}: rank {high[5]} could not read its input tensors (its own error says why), so no "
+            f"rank ran the collective")
     if high == low:
         return
     if high[0] != low[0]:

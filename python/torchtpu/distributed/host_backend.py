@@ -131,8 +131,20 @@ class HostStagedBackend(_C10dBackend):
         self._waiter.put(what, work, plan, outcome)
         return RaisingWork(fut, what, outcome)
 
-    def _agree(self, what, tensors, root=None, op=None):
-        agree(self._gloo, self.rank(), what, tensors, root=root, op=op)
+    def _agree(self, what, tensors, root=None, op=None, prepare=None):
+        """Agree on the call with the other ranks and return prepare()'s host copies.
+
+        prepare runs first: a rank where it raises (its inputs could not be read) says so in the
+        agreement, and every rank raises before any of them starts the data collective, which
+        would otherwise pair with this rank's next call."""
+        failure, prepared = None, None
+        if prepare is not None:
+            try:
+                prepared = prepare()
+            except Exception as e:  # noqa: BLE001 - every failure must reach the other ranks
+                failure = e
+        agree(self._gloo, self.rank(), what, tensors, root=root, op=op, failure=failure)
+        return prepared
 
     @staticmethod
     def _chain(works, result, what):
@@ -144,8 +156,7 @@ class HostStagedBackend(_C10dBackend):
 
     def allreduce(self, tensors, opts):
         _count(tensors)
-        self._agree("allreduce", tensors, op=opts.reduceOp)
-        hosts = [_host(t) for t in tensors]
+        hosts = self._agree("allreduce", tensors, op=opts.reduceOp, prepare=lambda: [_host(t) for t in tensors])
         op, div = self._op(opts.reduceOp, hosts, "allreduce")
         o = _c10d.AllreduceOptions()
         o.reduceOp = op
@@ -154,8 +165,8 @@ class HostStagedBackend(_C10dBackend):
 
     def allreduce_coalesced(self, tensors, opts):
         _count(tensors)
-        self._agree("allreduce_coalesced", tensors, op=opts.reduceOp)
-        hosts = [_host(t) for t in tensors]
+        hosts = self._agree("allreduce_coalesced", tensors, op=opts.reduceOp,
+                            prepare=lambda: [_host(t) for t in tensors])
         op, div = self._op(opts.reduceOp, hosts, "allreduce_coalesced")
         o = _c10d.AllreduceCoalescedOptions()
         o.reduceOp = op
@@ -164,8 +175,8 @@ class HostStagedBackend(_C10dBackend):
 
     def reduce(self, tensors, opts):
         _count(tensors)
-        self._agree("reduce", tensors, root=opts.rootRank, op=opts.reduceOp)
-        hosts = [_host(t) for t in tensors]
+        hosts = self._agree("reduce", tensors, root=opts.rootRank, op=opts.reduceOp,
+                            prepare=lambda: [_host(t) for t in tensors])
         op, div = self._op(opts.reduceOp, hosts, "reduce")
         o = _c10d.ReduceOptions()
         o.reduceOp, o.rootRank, o.rootTensor = op, opts.rootRank, opts.rootTensor
@@ -174,8 +185,8 @@ class HostStagedBackend(_C10dBackend):
 
     def reduce_scatter(self, outputs, input_lists, opts):
         _count([t for ts in input_lists for t in ts])
-        self._agree("reduce_scatter", list(outputs), op=opts.reduceOp)
-        hosts_in = [[_host(t) for t in ts] for ts in input_lists]
+        hosts_in = self._agree("reduce_scatter", list(outputs), op=opts.reduceOp,
+                               prepare=lambda: [[_host(t) for t in ts] for ts in input_lists])
         hosts_out = [_staging(t) for t in outputs]
         op, div = self._op(opts.reduceOp, [h for hs in hosts_in for h in hs], "reduce_scatter")
         o = _c10d.ReduceScatterOptions()
@@ -185,8 +196,8 @@ class HostStagedBackend(_C10dBackend):
 
     def reduce_scatter_single(self, output, input, opts):
         _count([input])
-        self._agree("reduce_scatter_tensor", [output, input], op=opts.reduceOp)
-        host_in, host_out = _host(input), _staging(output)
+        host_in = self._agree("reduce_scatter_tensor", [output, input], op=opts.reduceOp, prepare=lambda: _host(input))
+        host_out = _staging(output)
         op, div = self._op(opts.reduceOp, [host_in], "reduce_scatter_tensor")
         o = _c10d.ReduceScatterOptions()
         o.reduceOp = op
@@ -201,9 +212,9 @@ class HostStagedBackend(_C10dBackend):
 
     def broadcast(self, tensors, opts):
         _count(tensors)
-        self._agree("broadcast", tensors, root=opts.rootRank)
         root = self.rank() == opts.rootRank
-        hosts = [_host(t) if root else _staging(t) for t in tensors]
+        hosts = self._agree("broadcast", tensors, root=opts.rootRank,
+                            prepare=lambda: [_host(t) if root else _staging(t) for t in tensors])
         o = _c10d.BroadcastOptions()
         o.rootRank, o.rootTensor = opts.rootRank, opts.rootTensor
         pairs = list(zip(tensors, hosts)) if self.rank() != opts.rootRank else []
@@ -211,8 +222,7 @@ class HostStagedBackend(_C10dBackend):
 
     def allgather(self, output_lists, inputs, opts):
         _count(inputs)
-        self._agree("allgather", list(inputs))
-        hosts_in = [_host(t) for t in inputs]
+        hosts_in = self._agree("allgather", list(inputs), prepare=lambda: [_host(t) for t in inputs])
         hosts_out = [[_staging(t) for t in ts] for ts in output_lists]
         pairs = [(d, h) for ds, hs in zip(output_lists, hosts_out) for d, h in zip(ds, hs)]
         return self._launch("allgather", lambda: self._gloo.allgather(hosts_out, hosts_in, _c10d.AllgatherOptions()),
@@ -224,8 +234,8 @@ class HostStagedBackend(_C10dBackend):
 
     def all_gather_single(self, output, input, opts):
         _count([input])
-        self._agree("all_gather_into_tensor", [output, input])
-        host_in, host_out = _host(input), _staging(output)
+        host_in = self._agree("all_gather_into_tensor", [output, input], prepare=lambda: _host(input))
+        host_out = _staging(output)
         return self._launch("all_gather_into_tensor",
                             lambda: self._gloo._allgather_base(host_out, host_in, _c10d.AllgatherOptions()),
                             _Plan([(output, host_out)], output))
@@ -236,8 +246,7 @@ class HostStagedBackend(_C10dBackend):
 
     def gather(self, output_lists, inputs, opts):
         _count(inputs)
-        self._agree("gather", list(inputs), root=opts.rootRank)
-        hosts_in = [_host(t) for t in inputs]
+        hosts_in = self._agree("gather", list(inputs), root=opts.rootRank, prepare=lambda: [_host(t) for t in inputs])
         hosts_out = [[_staging(t) for t in ts] for ts in output_lists]
         o = _c10d.GatherOptions()
         o.rootRank = opts.rootRank
@@ -246,8 +255,8 @@ class HostStagedBackend(_C10dBackend):
 
     def scatter(self, outputs, input_lists, opts):
         _count([t for ts in input_lists for t in ts])
-        self._agree("scatter", list(outputs), root=opts.rootRank)
-        hosts_in = [[_host(t) for t in ts] for ts in input_lists]
+        hosts_in = self._agree("scatter", list(outputs), root=opts.rootRank,
+                               prepare=lambda: [[_host(t) for t in ts] for ts in input_lists])
         hosts_out = [_staging(t) for t in outputs]
         o = _c10d.ScatterOptions()
         o.rootRank = opts.rootRank
@@ -257,8 +266,8 @@ class HostStagedBackend(_C10dBackend):
     def all_to_all_single(self, output, input, output_splits, input_splits, opts):
         _count([input])
         # The splits may differ between ranks: only the kind and dtype must agree.
-        self._agree("all_to_all_single", [_dtype_only(input)])
-        host_in, host_out = _host(input), _staging(output)
+        host_in = self._agree("all_to_all_single", [_dtype_only(input)], prepare=lambda: _host(input))
+        host_out = _staging(output)
         return self._launch(
             "all_to_all_single",
             lambda: self._gloo.alltoall_base(host_out, host_in, output_splits, input_splits, _c10d.AllToAllOptions()),
@@ -269,8 +278,8 @@ class HostStagedBackend(_C10dBackend):
         _count(inputs)
         if len({t.dtype for t in list(outputs) + list(inputs)}) > 1:
             raise ValueError("tpu_gloo all_to_all: every input and output tensor must have the same dtype")
-        self._agree("all_to_all", [_dtype_only(inputs[0])])
-        host_in = torch.cat([_host(t).reshape(-1) for t in inputs])
+        host_in = self._agree("all_to_all", [_dtype_only(inputs[0])],
+                              prepare=lambda: torch.cat([_host(t).reshape(-1) for t in inputs]))
         host_out = torch.empty(sum(t.numel() for t in outputs), dtype=outputs[0].dtype)
         in_splits = [t.numel() for t in inputs]
         out_splits = [t.numel() for t in outputs]
