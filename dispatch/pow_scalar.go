@@ -6,7 +6,9 @@ import "torchtpu/hlo"
 // Python number that PyTorch's CPU kernel specializes (2, 3, 0.5, -0.5, -1,
 // -2) lowers the way that kernel computes it — multiplies, a square root or a
 // reciprocal — so results round as on CPU and XLA sees no power op; other
-// exponents lower to stablehlo.power. Exponents 0 and 1 give ones and a copy,
+// exponents lower to stablehlo.power. Complex bases take the same forms for a
+// real exponent, as on CPU (square(z) is z·z; XLA's complex power went through
+// exp and log: square(100j) had an imaginary part of -0.0009). Exponents 0 and 1 give ones and a copy,
 // as PyTorch's structured kernel does. Half-precision bases compute in
 // float32 and round once.
 func powTensorScalar(c *Ctx) ([]*hlo.Value, error) {
@@ -21,7 +23,9 @@ func powTensorScalar(c *Ctx) ([]*hlo.Value, error) {
 			return []*hlo.Value{c.Value(0, d)}, nil
 		}
 	}
-	if c.Args[1].Kind == ArgTensor || !d.IsFloat() {
+	wide := d == Complex64 || d == Complex128
+	if c.Args[1].Kind == ArgTensor || !(d.IsFloat() || wide) ||
+		(c.Args[1].Kind == ArgScalarComplex && c.Args[1].Doubles[1] != 0) {
 		return arith(powOp, false)(c)
 	}
 	p := c.Float(1, 0)
@@ -46,7 +50,7 @@ func powTensorScalar(c *Ctx) ([]*hlo.Value, error) {
 	case -0.5:
 		r = b.Rsqrt(x)
 	case -1:
-		r = b.Div(one(), x)
+		r = reciprocalOf(b, x)
 	case -2:
 		r = b.Div(one(), b.Mul(x, x))
 	default:

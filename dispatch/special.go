@@ -120,7 +120,12 @@ func sincOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 }
 
 // exp2Of is 2^x.
-func exp2Of(b *hlo.Builder, x *hlo.Value) *hlo.Value { return b.Pow(splat(b, x, 2), x) }
+func exp2Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	if x.T.Elem.IsComplex() {
+		return complexExp2(b, x)
+	}
+	return b.Pow(splat(b, x, 2), x)
+}
 
 // entrOf is -x log x, 0 at zero and -inf for negative x.
 func entrOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
@@ -227,13 +232,14 @@ func logNdtrOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 }
 
 func init() {
-	chlos := []struct{ aten, chlo string }{
-		{"erfc", "erfc"}, {"sinh", "sinh"},
-		{"cosh", "cosh"}, {"asin", "asin"}, {"acos", "acos"}, {"atan", "atan"}, {"asinh", "asinh"},
-		{"acosh", "acosh"}, {"atanh", "atanh"},
-	}
-	for _, u := range chlos {
-		def("aten::"+u.aten, unaryOp(floatDType, u.aten, false, chloOf(u.chlo)))
+	def("aten::erfc", unaryOp(floatDType, "erfc", false, chloOf("erfc")))
+	def("aten::sinh", unaryOp(floatDType, "sinh", false, complexOr(chloOf("sinh"), complexSinCos(true))))
+	def("aten::cosh", unaryOp(floatDType, "cosh", false, complexWide(chloOf("cosh"))))
+	for _, u := range []struct {
+		name string
+		odd  bool
+	}{{"asin", true}, {"acos", false}, {"atan", true}, {"asinh", true}, {"acosh", false}, {"atanh", true}} {
+		def("aten::"+u.name, unaryOp(floatDType, u.name, false, complexInverse(chloOf(u.name), u.odd)))
 	}
 	def("aten::lgamma", unaryOp(floatDType, "lgamma", false, lgammaOf))
 	def("aten::erfinv", unaryOp(floatDType, "erfinv", false, erfinvOf))

@@ -143,6 +143,14 @@ func expOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	return b.Select(b.Compare(hlo.EQ, im, b.Constant(ft, 0)), b.Complex(b.Exp(re), im), r)
 }
 
+// expm1Of is exp(x)-1: in float64 for real x, by CPU's formula for complex x.
+func expm1Of(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	if x.T.Elem.IsComplex() {
+		return complexExpm1(b, x)
+	}
+	return viaF64((*hlo.Builder).Expm1)(b, x)
+}
+
 func viaF64(f func(b *hlo.Builder, x *hlo.Value) *hlo.Value) func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	return func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 		if x.T.Elem == hlo.F64 || x.T.Elem == hlo.C128 {
@@ -424,11 +432,12 @@ func init() {
 		name string
 		f    func(b *hlo.Builder, x *hlo.Value) *hlo.Value
 	}{
-		{"exp", expOf}, {"expm1", viaF64((*hlo.Builder).Expm1)}, {"log", (*hlo.Builder).Log},
+		{"exp", expOf}, {"expm1", expm1Of}, {"log", (*hlo.Builder).Log},
 		{"log1p", viaF64((*hlo.Builder).Log1p)}, {"log2", viaF64(log2Of)}, {"log10", viaF64(log10Of)},
-		{"sqrt", (*hlo.Builder).Sqrt}, {"rsqrt", (*hlo.Builder).Rsqrt}, {"tanh", (*hlo.Builder).Tanh},
-		{"sigmoid", (*hlo.Builder).Logistic}, {"sin", (*hlo.Builder).Sin}, {"cos", viaF64((*hlo.Builder).Cos)},
-		{"tan", (*hlo.Builder).Tan}, {"reciprocal", reciprocalOf}, {"erf", erfOf},
+		{"sqrt", (*hlo.Builder).Sqrt}, {"rsqrt", (*hlo.Builder).Rsqrt}, {"tanh", complexWide((*hlo.Builder).Tanh)},
+		{"sigmoid", (*hlo.Builder).Logistic}, {"sin", zeroRealSinCos(complexOr((*hlo.Builder).Sin, complexSinCos(false)), false)},
+		{"cos", zeroRealSinCos(viaF64((*hlo.Builder).Cos), true)},
+		{"tan", complexWide((*hlo.Builder).Tan)}, {"reciprocal", reciprocalOf}, {"erf", erfOf},
 	}
 	for _, u := range floats {
 		def("aten::"+u.name, unaryOp(floatDType, u.name, false, u.f))
