@@ -85,6 +85,20 @@ func accumElem(d DType) hlo.Elem {
 	return d.Elem()
 }
 
+// cpuAccElem is the element type CPU's kernels accumulate d in where they use
+// at::acc_type on the CPU (cumsum, cumprod, and var and std's Welford sums):
+// float64 for float32 and complex128 for complex64, float32 for half types.
+// cumsum of [1e8, 1, -1e8] is [1e8, 1e8, 1] there, not [1e8, 1e8, 0].
+func cpuAccElem(d DType) hlo.Elem {
+	switch d {
+	case Float32:
+		return hlo.F64
+	case Complex64:
+		return hlo.C128
+	}
+	return accumElem(d)
+}
+
 // sumProd reduces x (already of dtype d) over dims with add or multiply.
 func sumProd(b *hlo.Builder, x *hlo.Value, d DType, dims []int64, mul bool) *hlo.Value {
 	acc := accumElem(d)
@@ -378,7 +392,7 @@ func varRule(isStd bool, dimIdx, unbiasedIdx, corrIdx, keepIdx int) Fn {
 		keep := keepIdx >= 0 && c.Bool(keepIdx, false)
 		b := c.B
 		rd := m.DType.ToReal()
-		acc := accumElem(rd)
+		acc := cpuAccElem(rd)
 		parts := []*hlo.Value{c.T(0)}
 		if m.DType.IsComplex() {
 			parts = []*hlo.Value{b.Real(parts[0]), b.Imag(parts[0])}

@@ -41,7 +41,7 @@ func cumRule(mul bool) Fn {
 			return nil, err
 		}
 		b := c.B
-		acc := accumElem(d)
+		acc := cpuAccElem(d)
 		if acc == hlo.Pred {
 			acc = hlo.S64
 		}

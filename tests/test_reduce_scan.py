@@ -166,3 +166,27 @@ def test_unique_with_nans_and_infinities(mode, dtype):
         got = torch.unique(x.to("tpu"), **args)
         for w, g in zip(want if isinstance(want, tuple) else [want], got if isinstance(got, tuple) else [got]):
             torch.testing.assert_close(g.cpu(), w, equal_nan=True, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64, torch.float16])
+def test_cumsum_and_cumprod_accumulate_as_cpu(mode, dtype):
+    """CPU's scans accumulate in at::acc_type (float64 for float32, complex128 for complex64, float32 for float16),
+    and round each running value: cumsum([1e8, 1, -1e8, 3]) is [1e8, 1e8, 1, 4] there (it was [.., 0, 3] on tpu)."""
+    big = 1e8 if dtype != torch.float16 else 1e3
+    x = torch.tensor([big, 1, -big, 3.0, 1e-3, 0.3, -0.7, big / 3]).to(dtype)
+    assert torch.equal(x.to("tpu").cumsum(0).cpu(), x.cumsum(0))
+    if dtype != torch.float16:
+        y = torch.tensor([-1e30, -1e30, 7, -0.0, 3, 1e-30, 1e30]).to(dtype)
+        assert torch.equal(y.to("tpu").cumprod(0).cpu().isnan(), y.cumprod(0).isnan())
+        torch.testing.assert_close(y.to("tpu").cumprod(0).cpu(), y.cumprod(0), equal_nan=True)
+    p = torch.softmax(torch.linspace(-3, 3, 50000), 0).to(dtype)  # top-p sampling's running probabilities
+    torch.testing.assert_close(p.to("tpu").cumsum(0).cpu(), p.cumsum(0), rtol=0, atol=0)
+
+
+def test_var_and_std_of_float32_accumulate_in_float64(mode):
+    """CPU's Welford sums for float32 are double: std of values near 3e19 is finite (their variance, 1.2e39,
+    overflows float32 only when var itself is returned)."""
+    z = torch.tensor([[3e19, -3e19, 1.0, 5e19], [1.0, 2.0, 3.0, 4.5]])
+    for f in (lambda t: t.std(1), lambda t: t.var(1), lambda t: t.std(), lambda t: torch.std_mean(t, 1)[0],
+              lambda t: torch.var_mean(t, 1, correction=0)[0]):
+        torch.testing.assert_close(f(z.to("tpu")).cpu(), f(z), rtol=1e-6, atol=0)
