@@ -197,12 +197,21 @@ func (s upsampleSpec) forward(c *Ctx) ([]*hlo.Value, error) {
 	if in.DType == Uint8 && s.name == "upsample_bicubic2d" {
 		return nil, ErrRunOnCPU // CPU's integer kernel rounds in an order not reproduced here
 	}
-	if !in.DType.IsFloat() && s.kind != interpNearest && s.kind != interpNearestExact {
+	nearest := s.kind == interpNearest || s.kind == interpNearestExact
+	if !in.DType.IsFloat() && !nearest {
 		return nil, notImplemented(s.name, in.DType)
+	}
+	if nearest && !in.DType.IsFloat() && in.DType != Uint8 {
+		// CPU's nearest kernels take floats and uint8 only; its 2-d one names its channels-last variant.
+		kernel := "compute_indices_weights_nearest"
+		if s.rank == 2 {
+			kernel = "upsample_nearest2d_channels_last"
+		}
+		return nil, notImplemented(kernel, in.DType)
 	}
 	b := c.B
 	acc := accumElem(in.DType)
-	if s.kind == interpNearest || s.kind == interpNearestExact {
+	if nearest {
 		// Copies, not sums: a gather keeps infinities and NaNs in place.
 		x := c.T(0)
 		first := s.scaleArgs(false)

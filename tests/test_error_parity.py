@@ -116,6 +116,11 @@ CASES = {
     "clamp of complex": lambda d: torch.clamp(torch.ones(2, dtype=torch.complex64, device=d), min=1.0),
     "clamp by a complex tensor": lambda d: torch.clamp(torch.ones(2, device=d), min=torch.ones(2, dtype=torch.complex64, device=d)),
     "normal_ of integers": lambda d: torch.empty(3, dtype=torch.int32, device=d).normal_(),
+    "nearest upsampling of int8 (1-d)": lambda d: F.interpolate(torch.ones(1, 2, 4, dtype=torch.int8, device=d), scale_factor=2),
+    "nearest upsampling of int64 (2-d)": lambda d: F.interpolate(torch.ones(1, 2, 4, 4, dtype=torch.int64, device=d), (6, 6)),
+    "nearest-exact upsampling of int32 (3-d)": lambda d: F.interpolate(
+        torch.ones(1, 1, 2, 2, 2, dtype=torch.int32, device=d), scale_factor=2, mode="nearest-exact"),
+    "nearest upsampling of bools": lambda d: F.interpolate(torch.ones(1, 2, 4, 4, dtype=torch.bool, device=d), (8, 8)),
 }
 
 
