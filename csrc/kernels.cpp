@@ -175,6 +175,21 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   return self;
 }
 
+// index_on_device runs index_fill with an index held on the CPU: CPU PyTorch takes one of any size, and the tpu
+// rule takes device tensors and CPU scalars, so the index moves to the device first.
+void index_on_device(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& args = op.schema().arguments();
+  const size_t begin = stack->size() - args.size();
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto& v = (*stack)[begin + i];
+    if (args[i].name() == "index" && v.isTensor() && v.toTensor().is_cpu() && v.toTensor().dim() > 0) {
+      const at::Tensor self = (*stack)[begin].toTensor();
+      v = v.toTensor().to(self.device());
+    }
+  }
+  tpu_fallback(op, stack);
+}
+
 at::Tensor& set_storage(at::Tensor& self, c10::Storage source) { return at::native::set_(self, std::move(source)); }
 
 at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) { return at::native::set_tensor_(self, source); }
@@ -356,6 +371,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_", TORCH_FN(set_empty));
   m.impl("copy_", TORCH_FN(copy_));
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
+  for (const char* name : {"index_fill.int_Scalar", "index_fill.int_Tensor", "index_fill_.int_Scalar",
+                           "index_fill_.int_Tensor"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&index_on_device>());
+  }
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));

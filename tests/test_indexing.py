@@ -140,3 +140,20 @@ def test_cpu_tensor_indexed_by_tpu_indices_is_refused_as_cuda_refuses_it():
                                                r"indexed tensor \(cpu\)"):
             index()
     assert x.device.type == "cpu"
+
+
+def test_index_fill_takes_an_index_held_on_the_cpu():
+    """CPU PyTorch's index_fill takes an index of any size from the CPU (PyTorch's own sort tests fill tpu
+    tensors at CPU indices); before, only a 0-dim one was accepted."""
+    x = torch.arange(12.0).reshape(3, 4)
+    idx = torch.tensor([1, 3, 1])
+    got = x.to("tpu").index_fill(1, idx, float("nan")).cpu()
+    assert torch.equal(got.isnan(), x.index_fill(1, idx, float("nan")).isnan())
+    y = x.to("tpu")
+    y.index_fill_(0, torch.tensor([2]), torch.tensor(-1.0))
+    assert torch.equal(y.cpu(), x.index_fill(0, torch.tensor([2]), -1.0))
+    g = torch.ones(3, 4, requires_grad=True)
+    gt = g.detach().to("tpu").requires_grad_()
+    (gt.index_fill(1, idx, 0.0) * 2).sum().backward()
+    (g.index_fill(1, idx, 0.0) * 2).sum().backward()
+    assert torch.equal(gt.grad.cpu(), g.grad)
