@@ -13,12 +13,18 @@
 // The engine's rules compute the transposed ones in that memory order and the kernels here return them
 // transposed back; an output whose query is laid out otherwise is copied into empty_like(query). So tpu's sizes
 // and strides equal CPU's.
+//
+// The inference fast paths of nn.MultiheadAttention and nn.TransformerEncoderLayer call
+// _native_multi_head_attention and _transformer_encoder_layer_fwd. The layer's kernel is ATen's device-generic one
+// (CUDA shares it): layer norms, linears and the attention op. The attention op goes to the engine's rule with
+// need_weights set (a rule cannot return an undefined tensor); the weights are dropped when not asked for.
 
 #include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_transformer_encoder_layer_fwd_native.h>
 #include <torch/library.h>
 
 #include "fallback.h"
@@ -92,10 +98,25 @@ void flash_in_cpu_order(const c10::OperatorHandle& op, torch::jit::Stack* stack)
   }
 }
 
+// native_mha runs _native_multi_head_attention through the engine (or the CPU) with need_weights set, and
+// returns an undefined tensor for the weights when the caller did not ask for them, as CPU does.
+void native_mha(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t nargs = op.schema().arguments().size();
+  c10::IValue& need = (*stack)[stack->size() - nargs + 10];
+  const bool wanted = need.toBool();
+  need = c10::IValue(true);
+  tpu_fallback(op, stack);
+  if (!wanted) {
+    stack->back() = c10::IValue(at::Tensor());
+  }
+}
+
 }  // namespace
 }  // namespace torchtpu
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_native_multi_head_attention", torch::CppFunction::makeFromBoxedFunction<&torchtpu::native_mha>());
+  m.impl("_transformer_encoder_layer_fwd", TORCH_FN(at::native::transformer_encoder_layer_forward));
   m.impl("_scaled_dot_product_flash_attention_for_cpu",
          torch::CppFunction::makeFromBoxedFunction<&torchtpu::flash_in_cpu_order<0, 1>>());
   m.impl("_scaled_dot_product_flash_attention_for_cpu_backward",

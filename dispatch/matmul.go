@@ -214,6 +214,25 @@ func addmmRule(c *Ctx) ([]*hlo.Value, error) {
 	return addScaledTo(c, a.DType, 0, prod, c.Float(3, 1), c.Float(4, 1))
 }
 
+// addmmActivation is _addmm_activation(self, mat1, mat2, *, beta, alpha,
+// use_gelu): addmm followed by relu, or by the exact gelu when use_gelu is set,
+// as CPU's kernel applies them in place to addmm's result (the feed-forward
+// half of nn.TransformerEncoderLayer's inference fast path).
+func addmmActivation(c *Ctx) ([]*hlo.Value, error) {
+	gelu := c.Bool(5, false)
+	if gelu && !c.Meta(1).DType.IsFloat() {
+		return nil, ErrRunOnCPU // CPU's gelu refuses the dtype
+	}
+	r, err := addmmRule(c)
+	if err != nil {
+		return nil, err
+	}
+	if gelu {
+		return []*hlo.Value{upcast(func(b *hlo.Builder, x *hlo.Value) *hlo.Value { return geluOf(b, x, false) })(c.B, r[0])}, nil
+	}
+	return []*hlo.Value{reluOf(c.B, r[0])}, nil
+}
+
 // checkBatches checks bmm's operands.
 func checkBatches(a, b TensorMeta) error {
 	if a.Rank() != 3 {
@@ -356,6 +375,7 @@ func init() {
 	def("aten::mm", mmRule)
 	def("aten::bmm", bmmRule)
 	def("aten::addmm", addmmRule)
+	def("aten::_addmm_activation", addmmActivation)
 	def("aten::baddbmm", baddbmmRule)
 	def("aten::mv", mvRule)
 	def("aten::addmv", addmvRule)

@@ -53,6 +53,10 @@ func TestMiscRules(t *testing.T) {
 			return []Arg{f32(h, 2, 4, 5), f32(h, 2, 4, 8), f32(h, 2, 6, 8), f32(h, 2, 6, 5), f32(h, 2, 4, 5), f32(h, 2, 4),
 				floatArg(0), boolArg(false), f32(h, 4, 6)}
 		}, "2x4x8xf32, 2x6x8xf32, 2x6x5xf32"},
+		{"aten::_native_multi_head_attention", func(h *harness) []Arg {
+			return []Arg{f32(h, 2, 5, 8), f32(h, 2, 5, 8), f32(h, 2, 5, 8), intArg(8), intArg(2), f32(h, 24, 8), f32(h, 24),
+				f32(h, 8, 8), f32(h, 8), h.tensor(Bool, 2, 5), boolArg(true), boolArg(true), intArg(1)}
+		}, "2x5x8xf32, 2x5x5xf32"},
 		{"aten::segment_reduce", func(h *harness) []Arg {
 			return []Arg{f32(h, 7, 3), strArg("max"), h.index([]int64{2, 0, 4, 1}, 4), none, none, intArg(0), boolArg(false), scalarInt(1)}
 		}, "4x3xf32"},

@@ -38,6 +38,7 @@ var nnLowerings = family("nn", []lowering{
 	{"aten::smooth_l1_loss_backward", "f32[] f32[4] f32[4] 2 1.0", "4xf32", ``},
 	{"aten::addbmm", "f32[2,5] f32[3,2,4] f32[3,4,5] #1 #1", "2x5xf32", `CHECK: stablehlo.dot_general"; CHECK-SAME: -> tensor<2x5xf32>; CHECK: stablehlo.add"`},
 	{"aten::addmm", "f32[5] f32[2,3] f32[3,5] #1 #1", "2x5xf32", `CHECK: stablehlo.dot_general"; CHECK: stablehlo.add"`},
+	{"aten::_addmm_activation", "f32[5] f32[2,3] f32[3,5] #1 #1 true", "2x5xf32", `CHECK: stablehlo.dot_general"; CHECK: stablehlo.multiply"`},
 	{"aten::addmv", "f32[2] f32[2,3] f32[3] #1 #1", "2xf32", `CHECK: stablehlo.dot_general"`},
 	{"aten::baddbmm", "f32[3,2,5] f32[3,2,4] f32[3,4,5] #1 #1", "3x2x5xf32", `CHECK: stablehlo.dot_general"`},
 	{"aten::bmm", "bf16[3,2,4] bf16[3,4,5]", "3x2x5xbf16", `CHECK: stablehlo.dot_general"`},

@@ -346,17 +346,22 @@ func geluRule(c *Ctx) ([]*hlo.Value, error) {
 		return nil, Errorf("approximate argument must be either none or tanh.")
 	}
 	return unaryOp(floatOnly, "GeluKernelImpl", false, upcast(func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-		half, one := splat(b, x, 0.5), splat(b, x, 1)
-		var inner *hlo.Value
-		if mode == "tanh" {
-			x3 := b.Mul(b.Mul(x, x), x)
-			u := b.Mul(splat(b, x, math.Sqrt(2/math.Pi)), b.Add(x, b.Mul(splat(b, x, 0.044715), x3)))
-			inner = b.Tanh(u)
-		} else {
-			inner = erfOf(b, b.Mul(x, splat(b, x, 1/math.Sqrt2)))
-		}
-		return b.Mul(b.Mul(half, x), b.Add(one, inner))
+		return geluOf(b, x, mode == "tanh")
 	}))(c)
+}
+
+// geluOf is x·Φ(x) by erf, or by tanh's approximation when tanh is set.
+func geluOf(b *hlo.Builder, x *hlo.Value, tanh bool) *hlo.Value {
+	half, one := splat(b, x, 0.5), splat(b, x, 1)
+	var inner *hlo.Value
+	if tanh {
+		x3 := b.Mul(b.Mul(x, x), x)
+		u := b.Mul(splat(b, x, math.Sqrt(2/math.Pi)), b.Add(x, b.Mul(splat(b, x, 0.044715), x3)))
+		inner = b.Tanh(u)
+	} else {
+		inner = erfOf(b, b.Mul(x, splat(b, x, 1/math.Sqrt2)))
+	}
+	return b.Mul(b.Mul(half, x), b.Add(one, inner))
 }
 
 func siluOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {

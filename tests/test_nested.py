@@ -130,3 +130,44 @@ def test_transformer_encoder_training_then_eval_matches_cpu():
             return enc(x, src_key_padding_mask=mask).cpu()
 
     torch.testing.assert_close(run("tpu"), run("cpu"), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_first, activation", [(False, "relu"), (True, "gelu")])
+def test_transformer_encoder_fast_path_without_mask_runs_on_tpu(norm_first, activation):
+    """Without a padding mask the eval fast path is _transformer_encoder_layer_fwd on dense tensors: ATen's generic
+    layer kernel, with its attention (_native_multi_head_attention) and feed-forward (_addmm_activation) on tpu."""
+    torch.manual_seed(2)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, batch_first=True, dropout=0.0, norm_first=norm_first,
+                                       activation=activation)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    x = torch.randn(3, 5, 16)
+    src_mask = nn.Transformer.generate_square_subsequent_mask(5).bool()
+    with torch.no_grad():
+        ref, ref_causal = enc(x), enc(x, mask=src_mask)
+        enc.to("tpu")
+        torch.tpu.reset_metrics()
+        out, out_causal = enc(x.to("tpu")), enc(x.to("tpu"), mask=src_mask.to("tpu"))
+        assert "none" in torch.tpu.metrics_report().split("CPU fallbacks:")[1].split("\n")[1]
+    torch.testing.assert_close(out.cpu(), ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out_causal.cpu(), ref_causal, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("need_weights, average", [(True, True), (True, False), (False, True)])
+def test_multihead_attention_fast_path_matches_cpu(need_weights, average):
+    """nn.MultiheadAttention in eval mode calls _native_multi_head_attention; a row whose keys are all padded is
+    NaN on both devices, and weights come back only when asked for."""
+    torch.manual_seed(3)
+    m = nn.MultiheadAttention(16, 4, batch_first=True).eval()
+    x = torch.randn(3, 5, 16)
+    kpm = torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [True] * 5])
+    with torch.no_grad():
+        ref = m(x, x, x, key_padding_mask=kpm, need_weights=need_weights, average_attn_weights=average)
+        m.to("tpu")
+        got = m(*[x.to("tpu")] * 3, key_padding_mask=kpm.to("tpu"), need_weights=need_weights,
+                average_attn_weights=average)
+    torch.testing.assert_close(got[0].cpu(), ref[0], rtol=1e-5, atol=1e-5, equal_nan=True)
+    assert (got[1] is None) == (ref[1] is None)
+    if ref[1] is not None:
+        torch.testing.assert_close(got[1].cpu(), ref[1], rtol=1e-5, atol=1e-6, equal_nan=True)
