@@ -199,9 +199,11 @@ std::shared_ptr<const ResultLayouts> convolution_layouts(const torch::jit::Stack
   return format_layouts(n, format);
 }
 
-// padding_layouts gives a reflection or replication pad's result the memory format of its input, as
-// CPU's kernels allocate it (input.suggest_memory_format()); the meta kernels answer contiguous.
-std::shared_ptr<const ResultLayouts> padding_layouts(const torch::jit::Stack& stack, size_t first) {
+// suggested_layouts gives the first result the memory format CPU's kernel allocates it in,
+// input.suggest_memory_format(): reflection and replication pads (whose meta kernels answer contiguous)
+// and batch norm (whose meta kernel keeps any dense input's strides, where CPU's result is contiguous for
+// a transposed input).
+std::shared_ptr<const ResultLayouts> suggested_layouts(const torch::jit::Stack& stack, size_t first) {
   const auto& in = stack[first];
   if (!in.isTensor() || !in.toTensor().defined()) {
     return nullptr;
@@ -372,8 +374,10 @@ LayoutSource layout_source(const c10::OperatorHandle& op) {
   }
   const auto& name = op.operator_name().name;
   src.convolution = name == "aten::convolution" || name == "aten::convolution_overrideable";
-  src.padding = name == "aten::reflection_pad2d" || name == "aten::reflection_pad3d" ||
-                name == "aten::replication_pad2d" || name == "aten::replication_pad3d";
+  src.suggested = name == "aten::reflection_pad2d" || name == "aten::reflection_pad3d" ||
+                  name == "aten::replication_pad2d" || name == "aten::replication_pad3d" ||
+                  name == "aten::native_batch_norm" || name == "aten::_native_batch_norm_legit" ||
+                  name == "aten::_native_batch_norm_legit_no_training";
   // CPU's FFTs put the transformed dimensions innermost in memory whatever the input's layout, and its
   // LAPACK-backed linear algebra gives column-major matrices; the meta kernels give the same strides, so
   // these ops' layouts are asked for even when every argument is contiguous.
@@ -475,8 +479,8 @@ std::shared_ptr<const ResultLayouts> result_layouts(const LayoutSource& src, con
   if (src.convolution) {
     return convolution_layouts(stack, first);
   }
-  if (src.padding) {
-    return padding_layouts(stack, first);
+  if (src.suggested) {
+    return suggested_layouts(stack, first);
   }
   if (src.permuted) {
     const auto& name = src.op->operator_name().name;

@@ -34,7 +34,7 @@ struct LayoutSource {
   std::optional<c10::OperatorHandle> op;
   int memory_format_arg = -1;  // the index of the op's memory_format argument, or -1
   bool convolution = false;    // a forward convolution: the layout comes from its input and weight
-  bool padding = false;        // a reflection or replication pad: the layout follows its input
+  bool suggested = false;      // a pad or batch norm: the layout is its input's suggested memory format
   bool fresh = false;          // some result is a new tensor (not a written argument)
   bool permuted = false;       // results can be permuted from contiguous arguments (FFTs): always ask meta
 };

@@ -291,3 +291,26 @@ def test_nonzero_and_argwhere_are_column_major_as_on_cpu():
     for x in (torch.randn(4, 5) > 0, torch.randn(2, 3, 4) > 0, torch.eye(3) > 0):
         check_layout(torch.nonzero, x)
         check_layout(torch.argwhere, x)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "permuted", "channels_last", "channels_last_3d"])
+def test_batch_norm_result_takes_the_inputs_suggested_format(mode, layout):
+    """CPU's batch norm allocates its result in input.suggest_memory_format(): contiguous for a transposed input
+    (the meta kernel keeps the transposed strides), channels-last for a channels-last one; so .view() works alike."""
+    g = torch.Generator().manual_seed(0)
+    if layout == "channels_last_3d":
+        x = torch.randn(2, 3, 4, 5, 6, generator=g).to(memory_format=torch.channels_last_3d)
+    else:
+        x = torch.randn(2, 3, 4, 5, generator=g)
+        x = {"transposed": x.transpose(1, 3), "permuted": x.permute(2, 0, 3, 1),
+             "channels_last": x.to(memory_format=torch.channels_last)}[layout]
+    bn = nn.BatchNorm2d(x.shape[1]) if x.dim() == 4 else nn.BatchNorm3d(x.shape[1])
+    tbn = copy.deepcopy(bn).to("tpu")
+    for train in (True, False):
+        bn.train(train)
+        tbn.train(train)
+        want, got = bn(x), tbn(x.to("tpu"))
+        assert got.stride() == want.stride(), (train, got.stride(), want.stride())
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+    f = F.batch_norm(x.to("tpu"), None, None, training=True)
+    assert f.stride() == F.batch_norm(x, None, None, training=True).stride()
