@@ -57,6 +57,12 @@ bool flash_fits(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c
   if (q.size(2) == 0 || k.size(2) == 0 || q.size(3) == 0) {
     return false;
   }
+  // CPU's choice also wants the last dimension of query, key, value and mask dense in memory (its math path
+  // gives a transposed query a contiguous result, where the flash kernel's follows the query's layout).
+  const bool dense_last = (q.stride(3) == 1 || q.size(3) == 1) && k.stride(3) == 1 && v.stride(3) == 1;
+  if (!dense_last || (mask.has_value() && mask->dim() > 0 && mask->stride(-1) != 1)) {
+    return false;
+  }
   // The flash kernel's autograd formula has no gradient for the mask (derivatives.yaml marks it non-differentiable),
   // so a mask that requires grad (T5's learned relative position bias) takes the math path, as on CPU.
   return !mask.has_value() || ((mask->dim() == 2 || mask->dim() == 4) && !mask->requires_grad());

@@ -43,3 +43,17 @@ def test_flash_attention_strides_match_cpu():
             torch.testing.assert_close(grads[1].cpu(), cpu_grads[1], atol=1e-5, rtol=1e-5)
         cpu_grads = grads
     assert layouts[0] == layouts[1]
+
+
+@pytest.mark.parametrize("which", ["query", "key", "value"])
+def test_sdpa_of_a_transposed_last_dim_takes_the_math_path_as_on_cpu(mode, which):
+    """CPU picks its flash kernel only when query, key and value have a dense last dim; otherwise the math path gives
+    a contiguous result. tpu chose flash and returned the transposed query's layout."""
+    import torch.nn.functional as F
+    q, k, v = randn(2, 3, 6, 8), randn(2, 3, 6, 8), randn(2, 3, 6, 8)
+    args = {"query": q, "key": k, "value": v}
+    args[which] = args[which].transpose(-1, -2).contiguous().transpose(-1, -2)
+    want = F.scaled_dot_product_attention(*args.values(), is_causal=True)
+    got = F.scaled_dot_product_attention(*[t.to("tpu") for t in args.values()], is_causal=True)
+    assert got.stride() == want.stride()
+    torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
