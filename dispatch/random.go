@@ -175,6 +175,14 @@ func normalTensors(c *Ctx) ([]*hlo.Value, error) {
 	if !c.IsTensor(1) && c.Float(1, 1) < 0 {
 		return nil, Errorf("normal expects std >= 0.0, but found std %g", c.Float(1, 1))
 	}
+	if c.IsTensor(1) {
+		// CPU (and CUDA) read std back: a negative or NaN element is an error, not a mirrored draw.
+		sd := c.T(1)
+		if err := c.checkAll(c.B, c.B.Compare(hlo.GE, sd, full(c.B, c.Meta(1).DType, c.Meta(1).Sizes, 0)),
+			"normal expects all elements of std >= 0.0"); err != nil {
+			return nil, err
+		}
+	}
 	ce := computeType(d)
 	vs, shape, err := c.broadcastArgs(FromElem(ce), 0, 1)
 	if err != nil {
@@ -182,6 +190,23 @@ func normalTensors(c *Ctx) ([]*hlo.Value, error) {
 	}
 	z := c.stdNormal(2, shape, d)
 	return []*hlo.Value{c.B.Convert(c.B.Add(vs[0], c.B.Mul(z, vs[1])), d.Elem())}, nil
+}
+
+// checkAll reads whether every element of the boolean ok holds and returns
+// msg as the error when one does not (the rule declares Needs.Results).
+func (c *Ctx) checkAll(b *hlo.Builder, ok *hlo.Value, msg string) error {
+	if ok.T.NumElements() == 0 {
+		return nil
+	}
+	bad := b.Reduce(b.Not(ok), b.ConstantInt(hlo.T(hlo.Pred), 0), hlo.ReduceOr, seq(ok.T.Rank())...)
+	vals, err := c.R.Int64Values(bad)
+	if err != nil {
+		return err
+	}
+	if len(vals) == 1 && vals[0] != 0 {
+		return Errorf("%s", msg)
+	}
+	return nil
 }
 
 // bernoulliP is bernoulli.p(self, p, *, generator): ones with probability p,
@@ -204,7 +229,7 @@ func bernoulliTensor(pArg, seedArg int) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		m := c.Meta(0)
 		if pArg < 0 {
-			if err := checkFloat(m.DType, "bernoulli"); err != nil {
+			if err := checkFloat(m.DType, "bernoulli_tensor_cpu_p_"); err != nil {
 				return nil, err
 			}
 		}
@@ -216,6 +241,16 @@ func bernoulliTensor(pArg, seedArg int) Fn {
 			}
 		}
 		b := c.B
+		pm := c.Meta(src)
+		if pm.DType.IsFloat() {
+			// CPU checks every probability (NaN included) before it draws.
+			pv := c.T(src)
+			in := b.And(b.Compare(hlo.GE, pv, full(b, pm.DType, pm.Sizes, 0)), b.Compare(hlo.LE, pv, full(b, pm.DType, pm.Sizes, 1)))
+			if err := c.checkAll(b, in, "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error "+
+				"message be improved?  If so, please report an enhancement request to PyTorch.)"); err != nil {
+				return nil, err
+			}
+		}
 		p := b.BroadcastTo(b.Convert(c.T(src), hlo.F64), m.Sizes)
 		u := c.uniform01(seedArg, m.Sizes, Float64)
 		return []*hlo.Value{b.Convert(b.Compare(hlo.LT, u, p), m.DType.Elem())}, nil

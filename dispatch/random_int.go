@@ -165,14 +165,15 @@ func init() {
 	r.Needs = random
 	alias("aten::normal_", r, Inplace)
 	alias("aten::normal.out", r, OutVariant)
-	def("aten::normal.Tensor_Tensor", normalTensors, "aten::normal.Tensor_Tensor_out").Needs = random
+	checked := Needs{Random: true, Results: true} // draws, and reads its std or probabilities back to check them
+	def("aten::normal.Tensor_Tensor", normalTensors, "aten::normal.Tensor_Tensor_out").Needs = checked
 	def("aten::normal.Tensor_float", normalTensors, "aten::normal.Tensor_float_out").Needs = random
-	def("aten::normal.float_Tensor", normalTensors, "aten::normal.float_Tensor_out").Needs = random
+	def("aten::normal.float_Tensor", normalTensors, "aten::normal.float_Tensor_out").Needs = checked
 	r = def("aten::bernoulli.p", bernoulliP, "aten::bernoulli.float_out")
 	r.Needs = random
 	alias("aten::bernoulli_.float", r, Inplace)
-	def("aten::bernoulli.Tensor", bernoulliTensor(1, 2), "aten::bernoulli.Tensor_out").Needs = random
-	def("aten::bernoulli", bernoulliTensor(-1, 1)).Needs = random
+	def("aten::bernoulli.Tensor", bernoulliTensor(1, 2), "aten::bernoulli.Tensor_out").Needs = checked
+	def("aten::bernoulli", bernoulliTensor(-1, 1)).Needs = checked
 	def("aten::exponential", exponentialRule).Needs = random
 	def("aten::random", randomRange(false, false)).Needs = random
 	def("aten::random.to", randomRange(false, true), "aten::random.to_out").Needs = random

@@ -116,6 +116,12 @@ CASES = {
     "clamp of complex": lambda d: torch.clamp(torch.ones(2, dtype=torch.complex64, device=d), min=1.0),
     "clamp by a complex tensor": lambda d: torch.clamp(torch.ones(2, device=d), min=torch.ones(2, dtype=torch.complex64, device=d)),
     "normal_ of integers": lambda d: torch.empty(3, dtype=torch.int32, device=d).normal_(),
+    "normal with a negative std element": lambda d: torch.normal(torch.zeros(3, device=d), torch.tensor([1.0, -1.0, 1.0], device=d)),
+    "normal with a NaN std element": lambda d: torch.normal(0.0, torch.tensor([1.0, float("nan")], device=d)),
+    "bernoulli of probabilities above 1": lambda d: torch.bernoulli(torch.full((3,), 1.5, device=d)),
+    "bernoulli of a NaN probability": lambda d: torch.bernoulli(torch.tensor([0.5, float("nan")], device=d)),
+    "bernoulli_ with negative probabilities": lambda d: torch.empty(3, device=d).bernoulli_(torch.full((3,), -0.5, device=d)),
+    "bernoulli of integer probabilities": lambda d: torch.bernoulli(torch.ones(3, dtype=torch.long, device=d)),
     "nearest upsampling of int8 (1-d)": lambda d: F.interpolate(torch.ones(1, 2, 4, dtype=torch.int8, device=d), scale_factor=2),
     "nearest upsampling of int64 (2-d)": lambda d: F.interpolate(torch.ones(1, 2, 4, 4, dtype=torch.int64, device=d), (6, 6)),
     "nearest-exact upsampling of int32 (3-d)": lambda d: F.interpolate(
