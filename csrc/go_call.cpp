@@ -87,6 +87,10 @@ ttpu_status call_go(const ArgList& args, std::vector<ttpu_out>& outs, const std:
 at::Tensor wrap_out(const ttpu_out& out, c10::DeviceIndex device) {
   TORCH_CHECK(out.ndim >= 0 && out.ndim <= TTPU_MAX_DIMS, "torchtpu: bad output rank ", out.ndim);
   auto dtype = static_cast<c10::ScalarType>(out.dtype);
+  if (dtype == c10::kComplexHalf) {
+    // A new complex32 result: CPU allocates it with empty, which warns (kernels.cpp's empty does the same).
+    TORCH_WARN_ONCE("ComplexHalf support is experimental and many operators don't support it yet.");
+  }
   c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<size_t>(out.nbytes), wrap_address(out.data, device),
                        tpu_allocator(), /*resizable=*/true);
   auto t = at::detail::make_tensor<c10::TensorImpl>(std::move(storage),
