@@ -5,8 +5,8 @@
 // The nested kernels CPU and CUDA share are device-generic (they reshape the buffer and call ATen ops on it);
 // they are registered here as they are. Every other op on a nested tpu tensor runs on the CPU: the boxed
 // fallback copies nested and dense arguments to the host, runs the CPU nested kernel, and copies results back
-// (arguments the op writes are written back; views the CPU kernel returns are copies, so the view kernels are
-// among the generic ones registered here).
+// (arguments the op writes are written back). A view must share the tpu buffer, so the view kernels are among the
+// generic ones registered here and other views are refused.
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -146,7 +146,13 @@ void run_nested_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack)
 }
 
 void nested_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  run_on_cpu(op, op_full_name(op.operator_name()) + " (nested)", stack, &run_nested_on_host);
+  const std::string name = op_full_name(op.operator_name());
+  for (const auto& r : op.schema().returns()) {
+    // A copy made on the CPU would not share the tpu buffer: refuse rather than break aliasing.
+    TORCH_CHECK_NOT_IMPLEMENTED(r.alias_info() == nullptr || r.alias_info()->isWrite(), name,
+                                " returns a view, which nested tensors on tpu do not support");
+  }
+  run_on_cpu(op, name + " (nested)", stack, &run_nested_on_host);
 }
 
 }  // namespace
