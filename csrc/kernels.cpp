@@ -157,11 +157,16 @@ at::Tensor& set_storage_offset(at::Tensor& self, c10::Storage source, int64_t st
   return self;
 }
 
+// big_unsigned says whether value is an unsigned integer beyond int64's range, which the boxed path cannot hold.
+bool big_unsigned(const at::Scalar& value) {
+  return value.type() == c10::ScalarType::UInt64 && value.to<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
+}
+
 // fill_scalar fills self with value through Go's fill_ rule. The boxed path holds integers as int64, so an unsigned
 // value beyond int64's range is first stored by CPU's fill_ into one element of self's dtype (which raises CPU's
 // overflow error where CPU does); a uint64 tensor then fills an int64 view of the same bits, others that element.
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
-  if (value.type() == c10::ScalarType::UInt64 && value.to<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+  if (big_unsigned(value)) {
     const at::Tensor one = at::empty({}, self.options().device(c10::kCPU)).fill_(value);
     if (self.scalar_type() == c10::ScalarType::UInt64) {
       self.view(c10::ScalarType::Long).fill_(static_cast<int64_t>(value.to<uint64_t>()));
@@ -173,6 +178,37 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   torch::jit::Stack stack{self, value};
   tpu_fallback(op, &stack);
   return self;
+}
+
+// compare_scalar is eq/ne/lt/le/gt/ge(Tensor, Scalar). A value beyond int64 (a uint64 bound CPU compares with)
+// compares as a double with floating tensors, as a uint64 tensor with uint64 ones, and wrapped to the tensor's
+// type with other integer types, as on CPU; other values take the boxed path to Go's rule.
+template <int kind>
+at::Tensor compare_scalar(const at::Tensor& self, const at::Scalar& other) {
+  static const char* names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  if (big_unsigned(other)) {
+    const auto st = self.scalar_type();
+    if (at::isFloatingType(st) || at::isComplexType(st)) {
+      return compare_scalar<kind>(self, at::Scalar(static_cast<double>(other.to<uint64_t>())));
+    }
+    if (st == c10::ScalarType::UInt64) {
+      const at::Tensor bound = at::scalar_tensor(other, self.options());
+      static const c10::OperatorHandle op =
+          c10::Dispatcher::singleton().findSchemaOrThrow((std::string("aten::") + names[kind]).c_str(), "Tensor");
+      torch::jit::Stack stack{self, bound};
+      tpu_fallback(op, &stack);
+      return stack.back().toTensor();
+    }
+    TORCH_CHECK(st != c10::ScalarType::Bool,
+                "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote Bool and UInt64");
+    // CPU casts the value to the tensor's integer type, wrapping: 2**64 - 1 compares as -1 (255 for uint8).
+    return compare_scalar<kind>(self, at::Scalar(static_cast<int64_t>(other.to<uint64_t>())));
+  }
+  static const c10::OperatorHandle op =
+      c10::Dispatcher::singleton().findSchemaOrThrow((std::string("aten::") + names[kind]).c_str(), "Scalar");
+  torch::jit::Stack stack{self, other};
+  tpu_fallback(op, &stack);
+  return stack.back().toTensor();
 }
 
 // index_on_device runs index_fill with an index held on the CPU: CPU PyTorch takes one of any size, and the tpu
@@ -371,6 +407,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_", TORCH_FN(set_empty));
   m.impl("copy_", TORCH_FN(copy_));
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
+  m.impl("eq.Scalar", TORCH_FN(compare_scalar<0>));
+  m.impl("ne.Scalar", TORCH_FN(compare_scalar<1>));
+  m.impl("lt.Scalar", TORCH_FN(compare_scalar<2>));
+  m.impl("le.Scalar", TORCH_FN(compare_scalar<3>));
+  m.impl("gt.Scalar", TORCH_FN(compare_scalar<4>));
+  m.impl("ge.Scalar", TORCH_FN(compare_scalar<5>));
   for (const char* name : {"index_fill.int_Scalar", "index_fill.int_Tensor", "index_fill_.int_Scalar",
                            "index_fill_.int_Tensor"}) {
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&index_on_device>());

@@ -248,3 +248,28 @@ def test_fills_beyond_int64_as_cpu(dtype, value):
         assert torch.equal(got, want)
         full = torch.full((2,), value, dtype=dtype, device="tpu").cpu()
         assert torch.equal(full, torch.full((2,), value, dtype=dtype))
+
+
+@pytest.mark.parametrize("op", ["eq", "ne", "lt", "le", "gt", "ge"])
+@pytest.mark.parametrize("dtype", [torch.uint64, torch.float32, torch.int64, torch.int32, torch.uint8, torch.bool])
+def test_comparisons_with_integers_beyond_int64_as_cpu(op, dtype):
+    """A Python integer beyond int64 (torch.iinfo(torch.uint64).max) reaches a comparison as an unsigned Scalar, which
+    PyTorch's boxed path cannot hold: CPU compares uint64 and floating tensors with it exactly, wraps it into other
+    integer types (it compares as -1, or 255 for uint8) and refuses bools. tpu raised an int64 overflow error."""
+    if dtype == torch.uint64:
+        x = torch.tensor([0, 1, 2**63, 2**64 - 1], dtype=torch.uint64)
+    else:
+        x = torch.tensor([0, 1, 255, -1]).to(dtype)
+    for v in (2**64 - 1, 2**63 + 5):
+        def run(device):
+            try:
+                return getattr(x.to(device), op)(v).cpu(), None
+            except (RuntimeError, NotImplementedError) as e:
+                return None, str(e)
+        (got, got_err), (want, want_err) = run("tpu"), run("cpu")
+        if want_err is not None:
+            if dtype == torch.uint64 and op in ("lt", "le", "gt", "ge"):
+                continue  # CPU has no ordering kernel for uint64; tpu orders them as unsigned
+            assert got_err is not None and got_err.startswith(want_err.splitlines()[0])
+        else:
+            assert torch.equal(got, want), (v, got, want)
