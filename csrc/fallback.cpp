@@ -103,6 +103,15 @@ void run_on_cpu(const c10::OperatorHandle& op, const std::string& name, torch::j
   }
 }
 
+bool returns_view(const c10::FunctionSchema& schema) {
+  for (const auto& r : schema.returns()) {
+    if (r.alias_info() != nullptr && !r.alias_info()->isWrite()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string op_full_name(const c10::OperatorName& name) {
   if (name.overload_name.empty()) {
     return name.name;
@@ -140,11 +149,7 @@ void register_rule_kernels() {
           op->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) || !supported_by_go(op->schema())) {
         continue;
       }
-      bool view = false;
-      for (const auto& r : op->schema().returns()) {
-        view = view || (r.alias_info() != nullptr && !r.alias_info()->isWrite());
-      }
-      if (view) {
+      if (returns_view(op->schema())) {
         continue;
       }
       lib->impl(full.substr(6).c_str(), torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());

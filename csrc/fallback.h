@@ -9,6 +9,9 @@ namespace torchtpu {
 // op_full_name is "ns::name.overload" ("ns::name" when the overload is empty).
 std::string op_full_name(const c10::OperatorName& name);
 
+// returns_view reports whether an op returns a view of an argument (an alias it does not write).
+bool returns_view(const c10::FunctionSchema& schema);
+
 // tpu_fallback runs one op for the PrivateUse1 key.
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 

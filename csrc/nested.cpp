@@ -147,11 +147,8 @@ void run_nested_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack)
 
 void nested_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string name = op_full_name(op.operator_name());
-  for (const auto& r : op.schema().returns()) {
-    // A copy made on the CPU would not share the tpu buffer: refuse rather than break aliasing.
-    TORCH_CHECK_NOT_IMPLEMENTED(r.alias_info() == nullptr || r.alias_info()->isWrite(), name,
-                                " returns a view, which nested tensors on tpu do not support");
-  }
+  // A copy made on the CPU would not share the tpu buffer: refuse rather than break aliasing.
+  TORCH_CHECK_NOT_IMPLEMENTED(!returns_view(op.schema()), name, " returns a view, which nested tensors on tpu do not support");
   run_on_cpu(op, name + " (nested)", stack, &run_nested_on_host);
 }
 
@@ -171,11 +168,7 @@ void register_nested_kernels() {
           op->hasKernelForDispatchKey(c10::DispatchKey::NestedTensorPrivateUse1)) {
         continue;
       }
-      bool view = false;
-      for (const auto& r : op->schema().returns()) {
-        view = view || (r.alias_info() != nullptr && !r.alias_info()->isWrite());
-      }
-      if (!view) {
+      if (!returns_view(op->schema())) {
         lib->impl(op_full_name(name).substr(6).c_str(), torch::CppFunction::makeFromBoxedFunction<&nested_fallback>());
       }
     }

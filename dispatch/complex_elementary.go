@@ -21,7 +21,7 @@ func complexInverse(f func(b *hlo.Builder, x *hlo.Value) *hlo.Value, odd bool) f
 		if !x.T.Elem.IsComplex() {
 			return f(b, x)
 		}
-		return inComplex128(b, x, func(x *hlo.Value) *hlo.Value {
+		return viaF64(func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 			re, im := b.Real(x), b.Imag(x)
 			are := re
 			if odd {
@@ -33,28 +33,16 @@ func complexInverse(f func(b *hlo.Builder, x *hlo.Value) *hlo.Value, odd bool) f
 				rr = b.Select(signBit(b, re), b.Neg(rr), rr)
 			}
 			return b.Complex(rr, b.Select(signBit(b, im), b.Neg(ri), ri))
-		})
+		})(b, x)
 	}
 }
 
-// complexWide computes f of a complex64 x in complex128: the trigonometric and
-// hyperbolic functions multiply exp(|y|)-sized factors by sines and cosines,
-// which overflow float32 (sin(100j) gave NaN+inf·j; CPU 0+inf·j).
+// complexWide computes f of a complex64 x in complex128 (viaF64) and of a real
+// x as it is: the trigonometric and hyperbolic functions multiply
+// exp(|y|)-sized factors by sines and cosines, which overflow float32
+// (sin(100j) gave NaN+inf·j; CPU 0+inf·j).
 func complexWide(f func(b *hlo.Builder, x *hlo.Value) *hlo.Value) func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-	return func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-		if !x.T.Elem.IsComplex() {
-			return f(b, x)
-		}
-		return inComplex128(b, x, func(x *hlo.Value) *hlo.Value { return f(b, x) })
-	}
-}
-
-// inComplex128 is f(x) computed in complex128 and rounded back to x's type.
-func inComplex128(b *hlo.Builder, x *hlo.Value, f func(x *hlo.Value) *hlo.Value) *hlo.Value {
-	if x.T.Elem == hlo.C128 {
-		return f(x)
-	}
-	return b.Convert(f(b.Convert(x, hlo.C128)), x.T.Elem)
+	return complexOr(f, viaF64(f))
 }
 
 // complexExp2 is 2**z as CPU computes it for complex z: exp(ln2·z), each part
@@ -99,7 +87,7 @@ func zeroRealSinCos(f func(b *hlo.Builder, x *hlo.Value) *hlo.Value, cos bool) f
 // imaginary part of 0).
 func complexSinCos(hyperbolic bool) func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	return func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-		return inComplex128(b, x, func(x *hlo.Value) *hlo.Value {
+		return viaF64(func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 			re, im := b.Real(x), b.Imag(x)
 			if hyperbolic {
 				r := b.Complex(b.Mul(b.Chlo("sinh", re), b.Cos(im)), b.Mul(b.Chlo("cosh", re), b.Sin(im)))
@@ -107,7 +95,7 @@ func complexSinCos(hyperbolic bool) func(b *hlo.Builder, x *hlo.Value) *hlo.Valu
 				return b.Select(b.Compare(hlo.EQ, im, splat(b, im, 0)), b.Complex(b.Chlo("sinh", re), im), r)
 			}
 			return b.Complex(b.Mul(b.Sin(re), b.Chlo("cosh", im)), b.Mul(b.Cos(re), b.Chlo("sinh", im)))
-		})
+		})(b, x)
 	}
 }
 
