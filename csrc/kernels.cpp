@@ -43,16 +43,14 @@ void check_factory_options(std::optional<c10::Layout> layout_opt, std::optional<
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory_opt), "torchtpu: only CPU tensors can be pinned");
 }
 
-// fill_if_deterministic warns that complex32 is experimental, as CPU's empty does, and fills new memory with NaN (floating and complex) or the dtype's largest value, as
-// CPU and CUDA do while deterministic algorithms and torch.utils.deterministic.fill_uninitialized_memory are on.
+// fill_if_deterministic fills new memory with NaN (floating and complex) or the dtype's largest value, as CPU and CUDA do
+// while deterministic algorithms and torch.utils.deterministic.fill_uninitialized_memory are on. (ATen's empty_generic
+// already warns that complex32 is experimental.)
 bool deterministic_fill() {
   return at::globalContext().deterministicAlgorithms() && at::globalContext().deterministicFillUninitializedMemory();
 }
 
 at::Tensor& fill_if_deterministic(at::Tensor& t) {
-  if (t.scalar_type() == c10::kComplexHalf) {
-    TORCH_WARN_ONCE("ComplexHalf support is experimental and many operators don't support it yet.");
-  }
   if (C10_UNLIKELY(deterministic_fill()) && t.numel() > 0) {
     at::native::fill_empty_deterministic_(t);
   }
