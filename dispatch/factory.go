@@ -39,6 +39,26 @@ func ArangeLength(start, end, step float64) (int64, error) {
 	return int64(math.Ceil((end - start) / step)), nil
 }
 
+// arangeIntLength is ArangeLength for an int64 result whose start, end and step
+// are all Python integers: as on CPU, the count comes from integer arithmetic,
+// exact where float64 is not (arange(2**62 + 1, 2**62 + 10, 3) has 3 elements).
+func arangeIntLength(start, end, step int64) (int64, error) {
+	if step == 0 {
+		return 0, Errorf("step must be nonzero")
+	}
+	if (step > 0 && end < start) || (step < 0 && end > start) {
+		return 0, Errorf("upper bound and larger bound inconsistent with step sign")
+	}
+	sgn := int64(1)
+	if step < 0 {
+		sgn = -1
+	}
+	return (end - start + step - sgn) / step, nil
+}
+
+// integral reports whether a is a Python integer (not a bool), which Scalar.isIntegral(false) accepts.
+func integral(a Arg) bool { return a.Kind == ArgScalarInt || a.Kind == ArgInt }
+
 // arangeOut is arange.start_out(start, end, step, *, out): the out tensor's
 // dtype decides the result's. As PyTorch's CPU kernel does, an integer result
 // is start + i*step in int64 with start and step truncated to integers (so
@@ -48,21 +68,34 @@ func ArangeLength(start, end, step float64) (int64, error) {
 // once: arange(-1.5, 2.7, 0.3)[5] is -5.6e-17, not 6e-8.
 func arangeOut(c *Ctx) ([]*hlo.Value, error) {
 	start, end, step := c.Float(0, 0), c.Float(1, 0), c.Float(2, 1)
-	n, err := ArangeLength(start, end, step)
+	d := c.Meta(3).DType
+	exact := d == Int64 && integral(c.Args[0]) && integral(c.Args[1]) && (!c.Has(2) || integral(c.Args[2]))
+	var n int64
+	var err error
+	if exact {
+		n, err = arangeIntLength(c.Int(0, 0), c.Int(1, 0), c.Int(2, 1))
+	} else {
+		n, err = ArangeLength(start, end, step)
+	}
 	if err != nil {
 		return nil, err
 	}
-	d := c.Meta(3).DType
 	b := c.B
 	i := b.Iota(hlo.T(hlo.S64, n), 0)
 	if !d.IsFloat() {
 		first, by := int64(start), int64(step)
+		if integral(c.Args[0]) {
+			first = c.Int(0, 0)
+		}
+		if c.Has(2) && integral(c.Args[2]) {
+			by = c.Int(2, 1)
+		}
 		if (d == Int64 || d == Int32) && n > 0 {
 			last := first + (n-1)*by
 			c.KnowRange(0, min(first, last), max(first, last))
 		}
-		sv := b.BroadcastTo(c.R.Scalar(float64(first), hlo.S64), []int64{n})
-		st := b.BroadcastTo(c.R.Scalar(float64(by), hlo.S64), []int64{n})
+		sv := b.BroadcastTo(c.R.IntNumber(first, hlo.S64), []int64{n})
+		st := b.BroadcastTo(c.R.IntNumber(by, hlo.S64), []int64{n})
 		return []*hlo.Value{b.Convert(b.Add(sv, b.Mul(i, st)), d.Elem())}, nil
 	}
 	acc := Float32

@@ -331,6 +331,20 @@ def test_float_arange_rounds_once_from_cpus_accumulate_type(mode, dtype):
     assert torch.arange(-1.5, 2.7, 0.3, dtype=dtype, device="tpu")[5].item() == near_zero.item()
 
 
+def test_integer_arange_counts_and_steps_exactly_past_float64(mode):
+    """With integer bounds and step, CPU sizes an int64 arange with integer arithmetic and forms its values in int64:
+    arange(0, 100 * w, w) for w = 1449629115440469 has 100 elements (tpu counted in float64 and gave 101), and
+    arange(2**62 + 1, 2**62 + 10, 3) has 3 (tpu gave none). Float bounds keep CPU's float64 count."""
+    w = 1449629115440469
+    cases = [((0, 100 * w, w), {}), ((2**62 + 1, 2**62 + 10, 3), {}), ((-2**62, -2**62 + 7), {}),
+             ((2**53 + 1, 2**53 + 8, 2), {}), ((5, -6, -3), {}), ((0.5, 5, 1.5), {"dtype": torch.int64}),
+             ((2**62, 2**62 + 10, 3.0), {}), ((0, 10, 3), {"dtype": torch.int32}), ((True,), {})]
+    for args, kw in cases:
+        want = torch.arange(*args, **kw)
+        got = torch.arange(*args, device="tpu", **kw).cpu()
+        assert got.dtype == want.dtype and torch.equal(got, want), (args, got, want)
+
+
 def test_kaiser_window_on_tpu():
     """torch.kaiser_window's composite calls a DispatchStub with the output's device (it hit the stub's internal
     assert on tpu); the values equal CPU's for periodic and symmetric windows, any beta and dtype."""
