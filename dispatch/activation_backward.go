@@ -37,7 +37,7 @@ func thresholdBackward(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	b, g, x := c.B, vs[0], vs[1]
-	th := b.BroadcastTo(c.R.Scalar(c.Float(2, 0), d.Elem()), x.T.Shape)
+	th := b.BroadcastTo(c.Value(2, d), x.T.Shape)
 	return []*hlo.Value{b.Select(b.Compare(hlo.LE, x, th), splat(b, g, 0), g)}, nil
 }
 

@@ -89,25 +89,26 @@ func hardshrinkRule(c *Ctx, b *hlo.Builder, x *hlo.Value, num func(float64) *hlo
 }
 
 // thresholdRule is threshold(self, threshold, value): value where x <= threshold.
+// As CPU's kernel, value must fit self's dtype, and for integer types so must
+// threshold (both are converted to it, exactly past 2**53); floating types
+// compare in their own type.
 func thresholdRule(c *Ctx) ([]*hlo.Value, error) {
 	d := c.Meta(0).DType
 	if d == Bool {
 		return nil, notImplemented("threshold_cpu", d)
 	}
-	b, x := c.B, c.T(0)
-	e := x.T.Elem
-	th := b.BroadcastTo(c.R.Scalar(boundFor(c.Float(1, 0), e), e), x.T.Shape)
-	v := b.BroadcastTo(c.R.Scalar(c.Float(2, 0), e), x.T.Shape)
-	if !e.IsFloat() {
-		// An out-of-range threshold compares as the number itself.
-		t := c.Float(1, 0)
-		switch {
-		case t < hlo.Lowest(e):
-			return []*hlo.Value{x}, nil
-		case t > hlo.Highest(e):
-			return []*hlo.Value{v}, nil
-		}
+	if err := checkScalarFits(c.Args[2], d); err != nil {
+		return nil, err
 	}
+	b, x := c.B, c.T(0)
+	th := b.BroadcastTo(c.R.Scalar(c.Float(1, 0), x.T.Elem), x.T.Shape)
+	if !d.IsFloat() {
+		if err := checkScalarFits(c.Args[1], d); err != nil {
+			return nil, err
+		}
+		th = b.BroadcastTo(c.Value(1, d), x.T.Shape)
+	}
+	v := b.BroadcastTo(c.Value(2, d), x.T.Shape)
 	return []*hlo.Value{b.Select(b.Compare(hlo.LE, x, th), v, x)}, nil
 }
 

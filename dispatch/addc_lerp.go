@@ -26,7 +26,9 @@ func addcCore(c *Ctx, div bool, valueArg int, value *hlo.Value) (*hlo.Value, err
 	if d.IsFloat() {
 		acc = accumElem(d)
 	}
-	if value == nil {
+	if value == nil && c.Has(valueArg) && !d.IsFloat() {
+		value = c.Value(valueArg, d) // exact for integers past 2**53
+	} else if value == nil {
 		value = c.R.Scalar(c.Float(valueArg, 1), acc)
 	}
 	v := b.BroadcastTo(b.Convert(value, acc), shape)

@@ -126,7 +126,7 @@ func (c *Ctx) scatterSource(op string, srcArg int) (int64, *hlo.Value, error) {
 		return dim, nil, nil // nothing to scatter
 	}
 	if src == nil {
-		return dim, b.BroadcastTo(c.R.Scalar(c.Float(srcArg, 0), m.DType.Elem()), im.Sizes), nil
+		return dim, b.BroadcastTo(c.Value(srcArg, m.DType), im.Sizes), nil
 	}
 	upd := c.T(srcArg)
 	if src.Rank() == 0 {
@@ -239,8 +239,8 @@ func indexAdd(c *Ctx) ([]*hlo.Value, error) {
 		return []*hlo.Value{c.T(0)}, nil
 	}
 	src := c.T(3)
-	if alpha := c.Float(4, 1); alpha != 1 {
-		src = c.B.Mul(src, c.B.BroadcastTo(c.R.Scalar(alpha, m.DType.Elem()), c.Meta(3).Sizes))
+	if c.Has(4) && c.Float(4, 1) != 1 {
+		src = c.B.Mul(src, c.B.BroadcastTo(c.Value(4, m.DType), c.Meta(3).Sizes))
 	}
 	sc := dimScatter(c.B, c.T(2), dim, m.Rank())
 	return []*hlo.Value{sc(c.T(0), src, addCombine)}, nil

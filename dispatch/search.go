@@ -90,7 +90,7 @@ func searchsorted(c *Ctx) ([]*hlo.Value, error) {
 	if c.IsTensor(1) {
 		vals = b.Convert(c.T(1), d.Elem())
 	} else {
-		vals = c.R.Scalar(c.Float(1, 0), d.Elem())
+		vals = c.Value(1, d)
 	}
 	out := hlo.S64
 	if c.Bool(2, false) {
@@ -113,7 +113,7 @@ func bucketize(c *Ctx) ([]*hlo.Value, error) {
 		vals = b.Convert(c.T(0), d.Elem())
 	} else {
 		d = PromoteTypes(bm.DType, c.Args[0].ScalarDType())
-		vals = c.R.Scalar(c.Float(0, 0), d.Elem())
+		vals = c.Value(0, d)
 	}
 	out := hlo.S64
 	if c.Bool(2, false) {

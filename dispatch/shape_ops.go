@@ -358,7 +358,7 @@ func scatterRule(op string, add bool) Fn {
 				upd = b.Slice(upd, zeros, im.Sizes, ones)
 			}
 		} else {
-			upd = b.BroadcastTo(c.R.Scalar(c.Float(3, 0), m.DType.Elem()), im.Sizes)
+			upd = b.BroadcastTo(c.Value(3, m.DType), im.Sizes)
 		}
 		if m.Rank() == 0 {
 			x = b.Reshape(x, 1)

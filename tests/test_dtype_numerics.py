@@ -273,3 +273,57 @@ def test_comparisons_with_integers_beyond_int64_as_cpu(op, dtype):
             assert got_err is not None and got_err.startswith(want_err.splitlines()[0])
         else:
             assert torch.equal(got, want), (v, got, want)
+
+
+def _outcome(f, *args):
+    try:
+        r = f(*args)
+    except Exception as e:  # noqa: BLE001 - the exception is the outcome being compared
+        return type(e), str(e).split("\n")[0]
+    return r.cpu() if isinstance(r, torch.Tensor) else r
+
+
+def _index(t, *v):
+    return torch.tensor(list(v), device=t.device)
+
+
+# Ops that take an integer Python number and apply it to int64 tensors: the number must stay exact past 2**53.
+INT64_SCALAR_OPS = {
+    "scatter_value": lambda t: t.scatter(0, _index(t, 2), 2**62 + 11),
+    "scatter_value_reduce": lambda t: t.scatter(0, _index(t, 2), 2**53 + 1, reduce="add"),
+    "searchsorted_scalar": lambda t: torch.searchsorted(_index(t, 2**53, 2**53 + 2), 2**53 + 1),
+    "bucketize_scalar": lambda t: torch.bucketize(2**53 + 1, _index(t, 2**53, 2**53 + 2)),
+    "addcmul_value": lambda t: torch.addcmul(t, torch.ones_like(t), torch.ones_like(t), value=2**53 + 1),
+    "index_add_alpha": lambda t: t.index_add(0, _index(t, 1), _index(t, 1), alpha=2**53 + 1),
+    "threshold": lambda t: torch.threshold(t, 2**53 + 1, 2**62 + 5),
+    "index_fill": lambda t: t.index_fill(0, _index(t, 1), 2**62 + 9),
+    "masked_fill": lambda t: t.masked_fill(t > 5, 2**62 + 7),
+    "clamp": lambda t: t.clamp(min=2**53 + 3, max=2**62 + 5),
+    "add": lambda t: t + (2**62 + 12345),
+    "remainder": lambda t: t % (2**40 + 3),
+}
+
+
+@pytest.mark.parametrize("op", sorted(INT64_SCALAR_OPS))
+def test_int64_tensors_take_integer_numbers_past_2_53_exactly(op):
+    """Rules that turned a Python integer into a float64 constant lost its low bits past 2**53: scatter(..., value)
+    wrote 2**62 where CPU writes 2**62 + 11, and threshold(x, 2**53 + 1, v) left 2**53 + 1 unreplaced."""
+    x = torch.tensor([2**62 + 1, -(2**61) - 7, 3, 0, 2**53 + 1], dtype=torch.int64)
+    f = INT64_SCALAR_OPS[op]
+    want, got = _outcome(f, x), _outcome(f, x.to("tpu"))
+    assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.int8, torch.uint8, torch.int16,
+                                   torch.int32, torch.int64])
+def test_threshold_converts_its_numbers_as_cpu(dtype):
+    """CPU converts threshold's value to the tensor's dtype with an overflow check, and for integer types the threshold
+    too (negative numbers wrap into uint8 down to -255); tpu compared an out-of-range threshold as a number."""
+    x = torch.tensor([-5, 0, 1, 2, 3, 100, 127], dtype=dtype)
+    for th, v in [(1e10, 1), (1, 1e10), (2.5, 1), (-300, 1), (1, -300), (1, 300), (200, 1), (-200, 2), (3, 2.7),
+                  (float("inf"), 1), (float("nan"), 1)]:
+        want, got = _outcome(torch.threshold, x, th, v), _outcome(torch.threshold, x.to("tpu"), th, v)
+        if isinstance(want, tuple) or isinstance(got, tuple):
+            assert isinstance(got, tuple) and got[0] == want[0] and got[1].startswith(want[1]), (th, v, got, want)
+        else:
+            torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=f"threshold {th}, value {v}")
