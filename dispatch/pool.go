@@ -253,6 +253,9 @@ func maxPool(n int) Fn {
 		b := c.B
 		x := b.Reshape(c.T(0), q.flat(q.in)...)
 		v, i := b.ReduceWindowArg(x, planeIota(b, q.planes(), q.in), hlo.GT, q.window())
+		if in := numel(q.in); in > 0 {
+			c.KnowRange(1, 0, in-1) // flat positions in the input plane: max_unpool's check needs no read
+		}
 		return []*hlo.Value{b.Reshape(q.fit(b, v), q.shape(q.out)...), b.Reshape(q.fit(b, i), q.shape(q.out)...)}, nil
 	}
 }
@@ -416,6 +419,11 @@ func maxUnpool(spatial int) Fn {
 		planes := numel(in.Sizes[:r-spatial])
 		inPlane := numel(in.Sizes[r-spatial:])
 		outPlane := numel(out)
+		if err := c.checkIndices(1, outPlane, func(v int64) error {
+			return Errorf("Found an invalid max index: %d (output volumes are of size %s)", v, strings.ReplaceAll(strings.Trim(fmt.Sprint(out), "[]"), " ", "x"))
+		}); err != nil {
+			return nil, err // CPU refuses an index past the output plane; the scatter would drop it
+		}
 		b := c.B
 		x := b.Reshape(c.T(0), planes, inPlane)
 		flat := b.Reshape(c.T(1), planes, inPlane, 1)
@@ -438,6 +446,6 @@ func init() {
 	def("aten::avg_pool3d", avgPool(3), "aten::avg_pool3d.out")
 	def("aten::avg_pool2d_backward", avgPoolBackward(2), "aten::avg_pool2d_backward.grad_input")
 	def("aten::avg_pool3d_backward", avgPoolBackward(3), "aten::avg_pool3d_backward.grad_input")
-	def("aten::max_unpool2d", maxUnpool(2), "aten::max_unpool2d.out")
-	def("aten::max_unpool3d", maxUnpool(3), "aten::max_unpool3d.out")
+	def("aten::max_unpool2d", maxUnpool(2), "aten::max_unpool2d.out").Needs = hostArgs(1)
+	def("aten::max_unpool3d", maxUnpool(3), "aten::max_unpool3d.out").Needs = hostArgs(1)
 }

@@ -127,6 +127,13 @@ CASES = {
     "nearest-exact upsampling of int32 (3-d)": lambda d: F.interpolate(
         torch.ones(1, 1, 2, 2, 2, dtype=torch.int32, device=d), scale_factor=2, mode="nearest-exact"),
     "nearest upsampling of bools": lambda d: F.interpolate(torch.ones(1, 2, 4, 4, dtype=torch.bool, device=d), (8, 8)),
+    # An unpooling index outside the output plane was dropped by the scatter (the value vanished without an error).
+    "max_unpool1d with an index past the output": lambda d: F.max_unpool1d(
+        torch.ones(1, 2, 4, device=d), torch.tensor([[[0, 1, 2, 9], [0, 1, 2, 3]]], device=d), 2),
+    "max_unpool2d with a negative index": lambda d: F.max_unpool2d(
+        torch.ones(1, 1, 2, 2, device=d), torch.tensor([[[[0, 1], [-1, 3]]]], device=d), 2),
+    "max_unpool3d with an index past the output": lambda d: F.max_unpool3d(
+        torch.ones(1, 1, 1, 2, 2, device=d), torch.tensor([[[[[0, 1], [2, 500]]]]], device=d), 2),
 }
 
 

@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -448,6 +449,28 @@ def test_arange_positions_keep_the_embedding_in_the_graph(start, step):
         # Positions past the table are still an error at the call.
         with pytest.raises((IndexError, RuntimeError), match="index out of range"):
             temb(torch.arange(10, 14, device="tpu"))
+    finally:
+        torch.tpu.synchronize()
+        torch.tpu.set_mode("strict")
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_max_unpool_of_max_pool_indices_checks_them_without_a_device_read(dims):
+    # max_unpool refuses indices past its output plane, as CPU does; indices that max_pool made on the device are
+    # known to lie in the input plane, so the check reads nothing and the pair stays in one graph.
+    pool, unpool = [(F.max_pool1d, F.max_unpool1d), (F.max_pool2d, F.max_unpool2d), (F.max_pool3d, F.max_unpool3d)][dims - 1]
+    x = torch.randn((2, 3) + (6,) * dims)
+    torch.tpu.set_mode("fused")
+    try:
+        xt = x.to("tpu")
+        torch.tpu.synchronize()
+        torch.tpu.reset_metrics()
+        y, i = pool(xt, 2, return_indices=True)
+        z = unpool(y * 2, i, 2)
+        assert torch.tpu.metrics()["executions"] == 0
+        yc, ic = pool(x, 2, return_indices=True)
+        torch.testing.assert_close(z.cpu(), unpool(yc * 2, ic, 2))
+        assert torch.tpu.metrics()["flushes_by_reason"] == {"to-host read": 1}
     finally:
         torch.tpu.synchronize()
         torch.tpu.set_mode("strict")
