@@ -81,9 +81,16 @@ func clampRule(lo, hi int) Fn {
 		if err := clampRefused(c, d, lo, hi, hasLo, hasHi); err != nil {
 			return nil, err
 		}
-		vs, _, err := c.broadcastArgs(d, idx...)
+		vs, shape, err := c.broadcastArgs(d, idx...)
 		if err != nil {
 			return nil, err
+		}
+		for k, i := range idx[1:] {
+			if bound, err := clampNumber(c, i, d, i == lo); err != nil {
+				return nil, err
+			} else if bound != nil {
+				vs[k+1] = c.B.BroadcastTo(bound, shape)
+			}
 		}
 		b, r, k := c.B, vs[0], 1
 		if hasLo {
@@ -95,6 +102,33 @@ func clampRule(lo, hi int) Fn {
 		}
 		return []*hlo.Value{r}, nil
 	}
+}
+
+// clampNumber is clamp's Python-number bound i (nil for a tensor bound) in
+// result dtype d as CPU's kernel takes it: for integer types a min above the
+// type's range or a max below it is an error, and a bound past the other end
+// bounds nothing (-3 as a uint8 min is no bound, not 253); floating types
+// convert it with the overflow check.
+func clampNumber(c *Ctx, i int, d DType, isMin bool) (*hlo.Value, error) {
+	a := c.Args[i]
+	if !a.IsScalar() || d == Bool || d.IsComplex() {
+		return nil, nil
+	}
+	if d.IsFloat() {
+		return nil, checkScalarFits(a, d)
+	}
+	if d == Int64 || d == UInt64 || d == UInt32 || (a.Kind != ArgScalarInt && a.Kind != ArgInt) {
+		return nil, nil
+	}
+	lo, hi := int64(hlo.Lowest(d.Elem())), int64(hlo.Highest(d.Elem()))
+	v := a.Int
+	switch {
+	case isMin && v > hi:
+		return nil, Errorf("Clamp min value %.6g is outside the representable range of %s", float64(v), scalarTypeName(d))
+	case !isMin && v < lo:
+		return nil, Errorf("Clamp max value %.6g is outside the representable range of %s", float64(v), scalarTypeName(d))
+	}
+	return c.R.IntNumber(max(lo, min(hi, v)), d.Elem()), nil
 }
 
 // clampRefused is CPU's error for a clamp whose result dtype d has no

@@ -327,3 +327,26 @@ def test_threshold_converts_its_numbers_as_cpu(dtype):
             assert isinstance(got, tuple) and got[0] == want[0] and got[1].startswith(want[1]), (th, v, got, want)
         else:
             torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=f"threshold {th}, value {v}")
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+                                   torch.bfloat16, torch.float32])
+def test_clamp_by_numbers_outside_the_dtype_as_cpu(dtype):
+    """CPU bounds an integer clamp by numbers clamped into the dtype's range (a uint8 min of -3 bounds nothing; tpu
+    wrapped it to 253 and raised every element to 253), refuses a min above the range or a max below it, and
+    converts bounds of half types with the overflow check."""
+    x = torch.tensor([0, 1, 5, 100, -3], dtype=dtype)
+    cases = [dict(min=-3), dict(max=-3), dict(min=300), dict(max=300), dict(min=1e10), dict(max=-1e10), dict(min=2.5),
+             dict(min=-3, max=300), dict(min=300, max=-3), dict(min=-200, max=-150), dict(min=2**40), dict(max=-2**40),
+             dict(min=70000), dict(min=float("nan"))]
+    for kw in cases:
+        fns = [lambda t: torch.clamp(t, **kw)]
+        if len(kw) == 1:
+            f, v = (torch.clamp_min, kw["min"]) if "min" in kw else (torch.clamp_max, kw["max"])
+            fns.append(lambda t: f(t, v))
+        for fn in fns:
+            want, got = _outcome(fn, x), _outcome(fn, x.to("tpu"))
+            if isinstance(want, tuple) or isinstance(got, tuple):
+                assert isinstance(got, tuple) and got[0] == want[0] and got[1].startswith(want[1]), (kw, got, want)
+            else:
+                torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=str(kw))
