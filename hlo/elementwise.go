@@ -168,8 +168,8 @@ func (b *Builder) Convert(x *Value, e Elem) *Value {
 	if x.T.Elem == e {
 		return x
 	}
-	if e == U8 && x.T.Elem.IsComplex() {
-		x = b.Real(x) // as XLA's convert would, so that the float rule below applies
+	if (e == U8 || e == S8 || e == S16 || e == S32 || e == S64) && x.T.Elem.IsComplex() {
+		x = b.Real(x) // as XLA's convert would, so that the float rules below apply
 	}
 	if e == U8 && x.T.Elem.IsFloat() {
 		// c10 casts floats to uint8 through int64, so that CPU and CUDA both
@@ -179,7 +179,41 @@ func (b *Builder) Convert(x *Value, e Elem) *Value {
 		i := b.op("stablehlo.convert", x.T.WithElem(S64), "", x)
 		x = b.Select(in, i, b.BroadcastTo(b.ConstantInt(T(S64), 0), x.T.Shape))
 	}
+	if x.T.Elem.IsFloat() && (e == S8 || e == S16 || e == S32 || e == S64) {
+		return b.floatToSigned(x, e)
+	}
 	return b.op("stablehlo.convert", x.T.WithElem(e), "", x)
+}
+
+// floatToSigned converts floats to a signed integer type as c10's casts do
+// on x86 (what CPU tensors give): a value whose truncation int32 (int64 for
+// int64) cannot hold, NaN and the infinities included, becomes that type's
+// minimum, and int8 and int16 take the low bits of the int32 result (200.5
+// gives -56, 1e10 gives 0). XLA's convert saturates instead.
+func (b *Builder) floatToSigned(x *Value, e Elem) *Value {
+	via := S32
+	if e == S64 {
+		via = S64
+	}
+	limit := 0x1p31
+	if via == S64 {
+		limit = 0x1p63
+	}
+	k := func(v float64) *Value { return b.BroadcastTo(b.Scalar(x.T.Elem, v), x.T.Shape) }
+	in := b.And(b.Compare(LT, x, k(limit)), b.Compare(GE, x, k(-limit)))
+	if x.T.Elem == F64 && via == S32 {
+		in = b.And(b.Compare(LT, x, k(limit)), b.Compare(GT, x, k(-limit-1)))
+	}
+	lowest := int64(-1) << 31
+	if via == S64 {
+		lowest = -1 << 63
+	}
+	i := b.op("stablehlo.convert", x.T.WithElem(via), "", x)
+	i = b.Select(in, i, b.BroadcastTo(b.ConstantInt(T(via), lowest), x.T.Shape))
+	if via == e {
+		return i
+	}
+	return b.op("stablehlo.convert", x.T.WithElem(e), "", i)
 }
 
 // BitcastReshape reinterprets the bits of x as type t, where the widths

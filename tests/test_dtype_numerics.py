@@ -1,5 +1,6 @@
 """Dtype conformance fixes found by the dtype sweep (tests/conformance/test_sweep_dtypes.py), against CPU:
 norm of complex tensors, and half-precision addcmul/addcdiv/lerp computed in float32 and rounded once."""
+import platform
 import warnings
 
 import pytest
@@ -226,6 +227,24 @@ def test_float_to_uint8_wraps_through_int64_as_c10_casts(mode, dtype):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # casting complex to real warns on both devices
             assert torch.equal(z.to("tpu").to(torch.uint8).cpu(), z.to(torch.uint8))
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="CPU's casts out of range are x86's here")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64])
+@pytest.mark.parametrize("to", [torch.int8, torch.int16, torch.int32, torch.int64])
+def test_float_to_signed_integers_out_of_range_as_cpu(dtype, to):
+    """c10's float-to-int casts on x86 (CPU tensors) give the int32 minimum (int64's for int64) for what int32 cannot
+    hold, NaN and infinities included, and int8/int16 take the low bits of the int32 value (200.5 gives -56, 1e10
+    gives 0); XLA's convert saturated (float32 max gave 2147483647, CPU -2147483648)."""
+    vals = [-3.4028234663852886e38, -2.0**40, -2.0**31 - 1000, -2.0**31, -2.0**31 - 0.5, -300.7, -1.5, 0.5, 200.5,
+            70000.3, 2.0**31 - 1, 2.0**31, 2.0**33 + 5, 2.0**63, 3.4028234663852886e38, float("inf"), float("-inf"),
+            float("nan"), -0.0]
+    x = torch.tensor(vals, dtype=torch.float64).to(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # casting complex to real warns on both devices
+        want = x.to(to)
+        got = x.to("tpu").to(to).cpu()
+    assert torch.equal(got, want), (got.tolist(), want.tolist())
 
 
 @pytest.mark.parametrize("dtype", [torch.uint64, torch.float32, torch.float64, torch.complex64, torch.int64,
