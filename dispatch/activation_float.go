@@ -102,6 +102,12 @@ func thresholdRule(c *Ctx) ([]*hlo.Value, error) {
 	}
 	b, x := c.B, c.T(0)
 	th := b.BroadcastTo(c.R.Scalar(c.Float(1, 0), x.T.Elem), x.T.Shape)
+	if d == Float16 || d == BFloat16 {
+		// CPU compares in float32 with the threshold in float32.
+		th = b.BroadcastTo(c.R.Scalar(c.Float(1, 0), hlo.F32), x.T.Shape)
+		v := b.BroadcastTo(c.Value(2, d), x.T.Shape)
+		return []*hlo.Value{b.Select(b.Compare(hlo.LE, b.Convert(x, hlo.F32), th), v, x)}, nil
+	}
 	if !d.IsFloat() {
 		if err := checkScalarFits(c.Args[1], d); err != nil {
 			return nil, err

@@ -2,8 +2,51 @@ package dispatch
 
 import "torchtpu/hlo"
 
+// binaryOp emits a binary op on x and y of dtype d.
+type binaryOp func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error)
+
 // arith builds a rule for a promoting binary op on arguments 0 and 1.
-func arith(op func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error), intToFloat bool) Fn {
+func arith(op binaryOp, intToFloat bool) Fn { return arithOf(op, intToFloat, false) }
+
+// arithOpmath is arith for the ops whose CPU kernels read a one-element
+// second operand of a half-type result at float32 precision (opmathScalar):
+// mul, true division and floor division.
+func arithOpmath(op binaryOp, intToFloat bool) Fn { return arithOf(op, intToFloat, true) }
+
+// opmathScalar reports whether argument 1 is a one-element operand that CPU's
+// kernel for half-type result d reads with iter.original_scalar_value, in
+// float32 and not narrowed to d: bf16 * 0.1 multiplies by 0.1f and rounds
+// once (narrowed, 0.1 is 0.10009765625 and a fifth of the products differ).
+func (c *Ctx) opmathScalar(d DType) bool {
+	if d != Float16 && d != BFloat16 {
+		return false
+	}
+	a := c.Args[1]
+	if a.Kind == ArgTensor {
+		m := c.Meta(1)
+		return m.Numel() == 1 && m.DType != d && !m.DType.IsComplex()
+	}
+	return a.IsScalar() && a.Kind != ArgScalarComplex
+}
+
+// inOpmath emits op on arguments 0 and 1 in float32 (argument 0 narrowed to
+// d first, as CPU's iterator casts it) and rounds the result to d once.
+func (c *Ctx) inOpmath(d DType, op binaryOp) ([]*hlo.Value, error) {
+	shape, err := BroadcastShapes(c.operandShape(0), c.operandShape(1))
+	if err != nil {
+		return nil, err
+	}
+	b := c.B
+	x := b.BroadcastTo(b.Convert(c.Value(0, d), hlo.F32), shape)
+	y := b.BroadcastTo(c.Value(1, Float32), shape)
+	r, err := op(b, x, y, Float32)
+	if err != nil {
+		return nil, err
+	}
+	return []*hlo.Value{b.Convert(r, d.Elem())}, nil
+}
+
+func arithOf(op binaryOp, intToFloat, opmath bool) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		d := c.resultType(0, 1)
 		if err := refusedByCPU(c.Op, d); err != nil {
@@ -11,6 +54,9 @@ func arith(op func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error)
 		}
 		if intToFloat && !d.IsFloat() && !d.IsComplex() {
 			d = DefaultFloat()
+		}
+		if opmath && c.opmathScalar(d) {
+			return c.inOpmath(d, op)
 		}
 		vs, _, err := c.broadcastArgs(d, 0, 1)
 		if err != nil {
@@ -40,6 +86,16 @@ func addSub(sub bool) Fn {
 			return nil, err
 		}
 		y := vs[1]
+		if alpha != 1 && (d == Float16 || d == BFloat16) {
+			// CPU narrows alpha to d, then forms x + alpha*y in float32 and rounds once.
+			b := c.B
+			a := b.Convert(b.BroadcastTo(c.R.Scalar(alpha, d.Elem()), y.T.Shape), hlo.F32)
+			x32, y32 := b.Convert(vs[0], hlo.F32), b.Mul(b.Convert(y, hlo.F32), a)
+			if sub {
+				return []*hlo.Value{b.Convert(b.Sub(x32, y32), d.Elem())}, nil
+			}
+			return []*hlo.Value{b.Convert(b.Add(x32, y32), d.Elem())}, nil
+		}
 		if alpha != 1 {
 			y = c.B.Mul(y, c.B.BroadcastTo(c.R.Scalar(alpha, d.Elem()), y.T.Shape))
 		}
@@ -66,11 +122,14 @@ func trueDiv(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) { ret
 func divMode(c *Ctx) ([]*hlo.Value, error) {
 	mode := c.Str(2, "")
 	if mode == "" {
-		return arith(trueDiv, true)(c)
+		return arithOpmath(trueDiv, true)(c)
 	}
 	d := c.resultType(0, 1)
 	if d.IsComplex() {
 		return nil, notImplemented("div_"+mode+"_cpu", d)
+	}
+	if mode == "floor" && c.opmathScalar(d) {
+		return c.inOpmath(d, floorDivideOp)
 	}
 	vs, _, err := c.broadcastArgs(d, 0, 1)
 	if err != nil {
@@ -218,11 +277,11 @@ func init() {
 	def("aten::sub.Tensor", addSub(true)).Range = addRange(true)
 	sub := def("aten::sub.Scalar", addSub(true), "aten::sub.Scalar_out")
 	sub.ComplexScalar, sub.Range = 1, addRange(true)
-	def("aten::mul.Tensor", arith(mulOp, false)).Range = mulRange
-	mul := def("aten::mul.Scalar", arith(mulOp, false), "aten::mul.Scalar_out")
+	def("aten::mul.Tensor", arithOpmath(mulOp, false)).Range = mulRange
+	mul := def("aten::mul.Scalar", arithOpmath(mulOp, false), "aten::mul.Scalar_out")
 	mul.ComplexScalar, mul.Range = 1, mulRange
-	def("aten::div.Tensor", arith(trueDiv, true))
-	def("aten::div.Scalar", arith(trueDiv, true), "aten::div.Scalar_out").ComplexScalar = 1
+	def("aten::div.Tensor", arithOpmath(trueDiv, true))
+	def("aten::div.Scalar", arithOpmath(trueDiv, true), "aten::div.Scalar_out").ComplexScalar = 1
 	def("aten::div.Tensor_mode", divMode, "aten::div.out_mode")
 	def("aten::div.Scalar_mode", divMode, "aten::div.Scalar_mode_out")
 	def("aten::remainder.Tensor", arith(remainderOp, false), "aten::remainder.Tensor_out")

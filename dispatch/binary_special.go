@@ -212,7 +212,7 @@ func init() {
 	def("aten::fmin", arith(fmaxOp(true), false))
 	def("aten::nextafter", arith(nextafterOp, false))
 	def("aten::heaviside", heavisideRule)
-	def("aten::floor_divide", arith(floorDivideOp, false))
-	def("aten::floor_divide.Scalar", arith(floorDivideOp, false), "aten::floor_divide.Scalar_out")
+	def("aten::floor_divide", arithOpmath(floorDivideOp, false))
+	def("aten::floor_divide.Scalar", arithOpmath(floorDivideOp, false), "aten::floor_divide.Scalar_out")
 	def("aten::rsub.Tensor", rsubRule, "aten::rsub.Tensor_out")
 }

@@ -398,6 +398,12 @@ func leakyReluRule(c *Ctx) ([]*hlo.Value, error) {
 		return nil, notImplemented("leaky_relu_cpu", d)
 	}
 	b, x := c.B, c.T(0)
+	if d == Float16 || d == BFloat16 {
+		// CPU multiplies in float32 by the slope in float32 and rounds once.
+		x32 := b.Convert(x, hlo.F32)
+		slope := b.BroadcastTo(c.R.Scalar(c.Float(1, 0.01), hlo.F32), x.T.Shape)
+		return []*hlo.Value{b.Select(b.Compare(hlo.GT, x, splat(b, x, 0)), x, b.Convert(b.Mul(x32, slope), x.T.Elem))}, nil
+	}
 	slope := b.BroadcastTo(c.R.Scalar(c.Float(1, 0.01), x.T.Elem), x.T.Shape)
 	return []*hlo.Value{b.Select(b.Compare(hlo.GT, x, splat(b, x, 0)), x, b.Mul(x, slope))}, nil
 }

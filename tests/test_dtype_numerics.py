@@ -369,3 +369,30 @@ def test_clamp_by_numbers_outside_the_dtype_as_cpu(dtype):
                 assert isinstance(got, tuple) and got[0] == want[0] and got[1].startswith(want[1]), (kw, got, want)
             else:
                 torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=str(kw))
+
+
+HALF_SCALAR_OPS = {
+    "mul": lambda t: t * 0.1, "rmul": lambda t: 0.1 * t, "mul_": lambda t: t.clone().mul_(0.1),
+    "div": lambda t: t / 0.3, "div_": lambda t: t.clone().div_(0.3), "rdiv": lambda t: 0.3 / t,
+    "mul_by_0d_float64": lambda t: t * torch.tensor(0.1, dtype=torch.float64, device=t.device),
+    "mul_by_one_int64": lambda t: t * torch.tensor([257], device=t.device),
+    "floor_divide": lambda t: t // 0.3, "div_floor": lambda t: torch.div(t, 0.3, rounding_mode="floor"),
+    "add_alpha": lambda t: torch.add(t, t.flip(0), alpha=0.3), "sub_alpha": lambda t: torch.sub(t, t * 3, alpha=0.3),
+    "leaky_relu": lambda t: torch.nn.functional.leaky_relu(t, 0.1), "threshold": lambda t: torch.threshold(t, 0.1, 0.3),
+    "mul_past_half_range": lambda t: t * 1e10, "leaky_relu_past_half_range": lambda t: torch.nn.functional.leaky_relu(t, 1e10),
+    "add": lambda t: t + 0.1, "sub": lambda t: 0.33 - t,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("op", sorted(HALF_SCALAR_OPS))
+def test_half_types_with_a_number_round_as_cpu(dtype, op):
+    """CPU's mul and division kernels read a one-element second operand of a float16/bfloat16 result in float32
+    (bf16 * 0.1 multiplies by 0.1f, not by 0.10009765625, and rounds once: a fifth of the products differed), add and
+    sub form x + alpha*y in float32, leaky_relu and threshold use their numbers in float32 (-0.0 * 1e10 is -0.0 there,
+    NaN after narrowing 1e10 to float16's inf). 4096 elements: CPU's scalar tail loop rounds alpha*y separately."""
+    torch.manual_seed(0)
+    x = torch.randn(4096).to(dtype)
+    x[:4] = torch.tensor([-0.0, 0.0, 1.0, -3.0])
+    f = HALF_SCALAR_OPS[op]
+    torch.testing.assert_close(f(x.to("tpu")).cpu(), f(x), rtol=0, atol=0, equal_nan=True)
