@@ -16,6 +16,14 @@ func addcCore(c *Ctx, div bool, valueArg int, value *hlo.Value) (*hlo.Value, err
 	if div && !d.IsFloat() && c.Meta(1).DType.IsIntegral(true) && c.Meta(2).DType.IsIntegral(true) {
 		return nil, Errorf("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
 	}
+	if d == Bool {
+		return nil, notImplemented(map[bool]string{false: "addcmul_cpu_out", true: "addcdiv_cpu_out"}[div], d)
+	}
+	if c.Has(valueArg) && !d.IsFloat() {
+		if err := checkScalarFits(c.Args[valueArg], d); err != nil {
+			return nil, err // CPU converts value to an integer result's type
+		}
+	}
 	vs, shape, err := c.broadcastArgs(d, 0, 1, 2)
 	if err != nil {
 		return nil, err

@@ -70,16 +70,50 @@ func arithOf(op binaryOp, intToFloat, opmath bool) Fn {
 	}
 }
 
+// subCheck is CPU's refusal of subtraction with a bool operand (a Python
+// True or False included), checked before any kernel is chosen.
+func subCheck(c *Ctx, i, j int) error {
+	bi, bj := c.Operand(i).DType == Bool, c.Operand(j).DType == Bool
+	if bi && bj {
+		return &KindedError{NotImplementedErr, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."}
+	}
+	if bi || bj {
+		return &KindedError{NotImplementedErr, "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."}
+	}
+	return nil
+}
+
+// alphaCheck is CPU's check of add and sub's alpha (argument i) against
+// result dtype d: a bool alpha only for bool results, an integral one for
+// integer results, no complex one for real results, and a value d holds.
+func alphaCheck(c *Ctx, i int, d DType) error {
+	if !c.Has(i) {
+		return nil
+	}
+	a := c.Args[i]
+	switch {
+	case (a.Kind == ArgScalarBool || a.Kind == ArgBool) && d != Bool:
+		return Errorf("Boolean alpha only supported for Boolean results.")
+	case !d.IsFloat() && !d.IsComplex() && (a.Kind == ArgScalarDouble || a.Kind == ArgDouble || a.Kind == ArgScalarComplex):
+		return Errorf("For integral input tensors, argument alpha must not be a floating point number.")
+	case !d.IsComplex() && a.Kind == ArgScalarComplex:
+		return Errorf("For non-complex input tensors, argument alpha must not be a complex number.")
+	}
+	return checkScalarFits(a, d)
+}
+
 // addSub builds add or sub with the alpha multiplier of argument 2.
 func addSub(sub bool) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		d := c.resultType(0, 1)
 		alpha := c.Float(2, 1)
-		if d == Bool && sub {
-			return nil, Errorf("subtraction, the `-` operator, with two bool tensors is not supported; use `^` or logical_xor() instead")
+		if sub {
+			if err := subCheck(c, 0, 1); err != nil {
+				return nil, err
+			}
 		}
-		if !d.IsFloat() && alpha != float64(int64(alpha)) {
-			return nil, Errorf("for integral input tensors, argument alpha must not be a floating point number")
+		if err := alphaCheck(c, 2, d); err != nil {
+			return nil, err
 		}
 		vs, _, err := c.broadcastArgs(d, 0, 1)
 		if err != nil {
@@ -288,8 +322,12 @@ func init() {
 	def("aten::remainder.Scalar", arith(remainderOp, false), "aten::remainder.Scalar_out")
 	def("aten::fmod.Tensor", arith(fmodOp, false), "aten::fmod.Tensor_out")
 	def("aten::fmod.Scalar", arith(fmodOp, false), "aten::fmod.Scalar_out")
-	def("aten::pow.Tensor_Tensor", arith(powOp, false), "aten::pow.Tensor_Tensor_out")
-	def("aten::pow.Tensor_Scalar", powTensorScalar, "aten::pow.Tensor_Scalar_out")
+	tt := def("aten::pow.Tensor_Tensor", arith(powOp, false), "aten::pow.Tensor_Tensor_out")
+	ts := def("aten::pow.Tensor_Scalar", powTensorScalar, "aten::pow.Tensor_Scalar_out")
+	// pow_'s overloads are named after the exponent: pow_.Scalar is pow.Tensor_Scalar in place, not pow.Scalar
+	// (a number to a tensor power), which def would derive it from.
+	alias("aten::pow_.Scalar", ts, Inplace)
+	alias("aten::pow_.Tensor", tt, Inplace)
 	def("aten::pow.Scalar", arith(powOp, false), "aten::pow.Scalar_out")
 	def("aten::maximum", arith(maxOp, false))
 	def("aten::minimum", arith(minOp, false))

@@ -49,7 +49,7 @@ var binaryLowerings = family("binary", []lowering{
 	{"aten::remainder.Tensor", "i64[3] i64[3]", "3xi64", `CHECK: stablehlo.remainder"; CHECK: stablehlo.select"`},
 	{"aten::sub.Scalar", "f32[3] #1 #2", "3xf32", `CHECK: stablehlo.subtract"`},
 	{"aten::sub.Tensor", "f32[3] f32[3] #1", "3xf32", `CHECK: stablehlo.subtract"`},
-	{"aten::sub.Tensor", "b[3] b[3]", "error: subtraction, the `-` operator, with two bool tensors is not supported", ""},
+	{"aten::sub.Tensor", "b[3] b[3]", "error: Subtraction, the `-` operator, with two bool tensors is not supported", ""},
 })
 
 func TestBinaryLowerings(t *testing.T) { runLowerings(t, binaryLowerings) }

@@ -118,8 +118,11 @@ func nextafterOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
 
 // heavisideRule is heaviside(self, values): values where self is 0, else self > 0.
 func heavisideRule(c *Ctx) ([]*hlo.Value, error) {
+	if c.Meta(0).DType.IsComplex() || c.Meta(1).DType.IsComplex() {
+		return nil, &KindedError{NotImplementedErr, "heaviside is not yet implemented for complex tensors."}
+	}
 	if c.Meta(0).DType != c.Meta(1).DType {
-		return nil, Errorf("heaviside is not yet implemented for tensors with different dtypes")
+		return nil, Errorf("heaviside is not yet implemented for tensors with different dtypes.")
 	}
 	d := c.Meta(0).DType
 	vs, _, err := c.broadcastArgs(d, 0, 1)
@@ -160,8 +163,11 @@ func floorDivideOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error)
 // rsubRule is rsub(self, other, alpha): other - alpha * self.
 func rsubRule(c *Ctx) ([]*hlo.Value, error) {
 	d := c.resultType(0, 1)
-	if d == Bool {
-		return nil, Errorf("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.")
+	if err := subCheck(c, 1, 0); err != nil {
+		return nil, err
+	}
+	if err := alphaCheck(c, 2, d); err != nil {
+		return nil, err
 	}
 	vs, _, err := c.broadcastArgs(d, 0, 1)
 	if err != nil {

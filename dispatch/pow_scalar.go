@@ -13,6 +13,14 @@ import "torchtpu/hlo"
 // float32 and round once.
 func powTensorScalar(c *Ctx) ([]*hlo.Value, error) {
 	d := c.resultType(0, 1)
+	if a := c.Args[1]; (a.Kind == ArgScalarInt || a.Kind == ArgInt) && a.Int < 0 && !c.Meta(0).DType.IsFloat() && !c.Meta(0).DType.IsComplex() {
+		return nil, Errorf("Integers to negative integer powers are not allowed.")
+	}
+	if d == Float16 || d == BFloat16 {
+		if err := checkScalarFits(c.Args[1], d); err != nil {
+			return nil, err // CPU converts the exponent to the half type
+		}
+	}
 	if c.Args[1].Kind != ArgTensor && !d.IsFloat() && !d.IsComplex() {
 		// CPU's structured kernel answers exponents 0 and 1 before its
 		// pow kernel, so even bool tensors take them.

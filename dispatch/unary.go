@@ -382,8 +382,19 @@ func boundFor(v float64, e hlo.Elem) float64 {
 }
 
 func hardtanhRule(c *Ctx) ([]*hlo.Value, error) {
-	if c.Meta(0).DType == Bool {
-		return nil, Errorf("Bool inputs not supported for hardtanh")
+	d := c.Meta(0).DType
+	if d == Bool {
+		return nil, &KindedError{NotImplementedErr, "Bool inputs not supported for hardtanh"}
+	}
+	// CPU reads the bounds as int64 for integer types and as the type itself for floats, with overflow checks.
+	for i := 1; i <= 2; i++ {
+		to := d
+		if !d.IsFloat() {
+			to = Int64
+		}
+		if err := checkScalarFits(c.Args[i], to); c.Has(i) && err != nil {
+			return nil, err
+		}
 	}
 	b, x := c.B, c.T(0)
 	e := x.T.Elem

@@ -5,6 +5,8 @@ arguments. The cases are error inputs of PyTorch's OpInfo database that the erro
 sample (tests/conformance/test_sweep_errors.py) does not run.
 """
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -127,6 +129,26 @@ CASES = {
     "nearest-exact upsampling of int32 (3-d)": lambda d: F.interpolate(
         torch.ones(1, 1, 2, 2, 2, dtype=torch.int32, device=d), scale_factor=2, mode="nearest-exact"),
     "nearest upsampling of bools": lambda d: F.interpolate(torch.ones(1, 2, 4, 4, dtype=torch.bool, device=d), (8, 8)),
+    # CPU's structured meta checks, which tpu's rules skipped (they computed a result instead).
+    "int tensor minus True": lambda d: torch.tensor([1, 2], device=d) - True,
+    "bool tensor minus 2": lambda d: torch.tensor([True, False], device=d) - 2,
+    "2 minus a bool tensor (rsub)": lambda d: 2 - torch.tensor([True], device=d),
+    "float tensor minus a bool tensor": lambda d: torch.ones(2, device=d) - torch.tensor([True, False], device=d),
+    "bool tensor minus bool tensor": lambda d: torch.tensor([True], device=d) - torch.tensor([False], device=d),
+    "add with a bool alpha to an int result": lambda d: torch.add(torch.ones(2, dtype=torch.long, device=d), 1, alpha=True),
+    "add with a float alpha to an int result": lambda d: torch.add(torch.ones(2, dtype=torch.long, device=d), 1, alpha=2.0),
+    "sub_ with a float alpha to an int result": lambda d: torch.ones(2, dtype=torch.long, device=d).sub_(1, alpha=2.0),
+    "add with an alpha past float16": lambda d: torch.add(torch.ones(2, dtype=torch.half, device=d), 1, alpha=1e10),
+    "add with an alpha past int8": lambda d: torch.add(torch.ones(2, dtype=torch.int8, device=d), 1, alpha=300),
+    "int tensor to a negative int power": lambda d: torch.tensor([1, 2], device=d) ** -3,
+    "int tensor to a negative int power in place": lambda d: torch.tensor([1, 2], device=d).pow_(-2),
+    "float16 tensor to a power past float16": lambda d: torch.ones(2, dtype=torch.half, device=d) ** 1e10,
+    "addcmul of bools": lambda d: torch.addcmul(*[torch.tensor([True], device=d)] * 3),
+    "addcmul of int8 with a value past int8": lambda d: torch.addcmul(*[torch.ones(1, dtype=torch.int8, device=d)] * 3, value=300),
+    "hardtanh of bools": lambda d: F.hardtanh(torch.tensor([True], device=d)),
+    "hardtanh of ints with infinite bounds": lambda d: F.hardtanh(torch.ones(2, dtype=torch.long, device=d), -math.inf, math.inf),
+    "hardtanh of float16 with bounds past float16": lambda d: F.hardtanh(torch.ones(2, dtype=torch.half, device=d), -1e10, 1e10),
+    "heaviside with complex values": lambda d: torch.heaviside(torch.ones(1, device=d), torch.tensor(1 + 1j, device=d)),
     # An unpooling index outside the output plane was dropped by the scatter (the value vanished without an error).
     "max_unpool1d with an index past the output": lambda d: F.max_unpool1d(
         torch.ones(1, 2, 4, device=d), torch.tensor([[[0, 1, 2, 9], [0, 1, 2, 3]]], device=d), 2),
@@ -184,3 +206,24 @@ def test_nll_loss_weight_of_the_wrong_rank():
         x, t = torch.randn(10, 3, device=d), torch.randint(0, 3, (10,), device=d)
         with pytest.raises(RuntimeError, match="weight tensor should be defined either for all 3 classes or no classes"):
             F.nll_loss(x, t, weight=torch.randn(1, 3, device=d))
+
+
+def test_where_and_one_element_fills_of_half_types_saturate_as_on_cpu():
+    # CPU fills a one-element float16/bfloat16 tensor without the overflow check (scalar_fill), and torch.where with
+    # a number builds its bound that way: where(c, x_half, 1e10) gives inf on CPU; tpu raised the overflow error.
+    c, h = torch.tensor([True, False]), torch.tensor([1.0, 2.0], dtype=torch.half)
+    assert torch.equal(torch.where(c.to("tpu"), h.to("tpu"), 1e10).cpu(), torch.where(c, h, 1e10))
+    assert torch.equal(torch.where(c.to("tpu"), -1e10, h.to("tpu")).cpu(), torch.where(c, -1e10, h))
+    for dtype in (torch.half, torch.bfloat16):
+        assert torch.equal(torch.empty((), dtype=dtype, device="tpu").fill_(1e39).cpu(),
+                           torch.empty((), dtype=dtype).fill_(1e39))
+    assert raised(lambda d: torch.empty(2, dtype=torch.half, device=d).fill_(1e10), "tpu") is not None
+
+
+def test_pow_in_place_with_a_number_takes_pows_tensor_scalar_rule():
+    # pow_.Scalar is pow.Tensor_Scalar in place; it was registered as the in-place form of pow.Scalar (a number to a
+    # tensor power), so z.pow_(2) went through XLA's complex power: pow_(100j, 2) had an imaginary part of -8.7e-4.
+    z = torch.tensor([100j, 3 + 4j, -2.5 + 0.5j], dtype=torch.complex64)
+    assert torch.equal(z.to("tpu").pow_(2).cpu(), z.clone().pow_(2))
+    x = torch.tensor([0.5, 2.0, 3.0])
+    torch.testing.assert_close(x.to("tpu").pow_(0.5).cpu(), x.clone().pow_(0.5))
