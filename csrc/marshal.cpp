@@ -72,8 +72,22 @@ bool supported_by_go(const c10::FunctionSchema& schema) {
   return true;
 }
 
+namespace {
+
+int64_t draw_seed(const std::optional<at::Generator>& gen, c10::DeviceIndex device, Seeds* seeds) {
+  if (seeds == nullptr) {
+    return seed_for_op(gen, device);
+  }
+  if (seeds->next == seeds->drawn.size()) {
+    seeds->drawn.push_back(seed_for_op(gen, device));
+  }
+  return seeds->drawn[seeds->next++];
+}
+
+}  // namespace
+
 void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stack& stack, ArgList& args,
-                       bool seeded) {
+                       bool seeded, Seeds* seeds) {
   const auto& formals = schema.arguments();
   const size_t n = formals.size();
   TORCH_INTERNAL_ASSERT(stack.size() >= n);
@@ -96,7 +110,7 @@ void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stac
       if (!v.isNone()) {
         gen = v.toGenerator();
       }
-      args.add_int(seed_for_op(gen, args.device()));
+      args.add_int(draw_seed(gen, args.device(), seeds));
       continue;
     }
     if (v.isNone()) {
@@ -193,7 +207,7 @@ void marshal_arguments(const c10::FunctionSchema& schema, const torch::jit::Stac
     }
   }
   if (seeded) {
-    args.add_int(seed_for_op(std::nullopt, args.device()));
+    args.add_int(draw_seed(std::nullopt, args.device(), seeds));
   }
 }
 
@@ -252,9 +266,11 @@ bool run_op(const std::string& name, const c10::FunctionSchema& schema, torch::j
       }
     }
   }
+  Seeds seeds;
   for (int attempt = 0;; ++attempt) {
     ArgList args(name);
-    marshal_arguments(schema, *stack, args, seeded);
+    seeds.next = 0;
+    marshal_arguments(schema, *stack, args, seeded, &seeds);
     device = args.device();
     ttpu_status st = call_go(args, outs, layouts ? &layouts->orders : nullptr);
     if (st == TTPU_NO_RULE) {

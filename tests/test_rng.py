@@ -167,3 +167,17 @@ def test_factory_variants(mode):
     z = torch.normal(2.0, 0.5, size=(N,), device="tpu").cpu()
     assert abs(z.mean() - 2) < 0.01 and abs(z.std() - 0.5) < 0.01
     assert torch.randint(5, (), device="tpu").shape == ()
+
+
+def test_an_out_resize_does_not_draw_a_second_seed(mode):
+    # An out= tensor of the wrong size makes the shim marshal the call again after resizing it; the retry drew a
+    # second seed, so randperm(5, out=empty) differed from randperm(5) from the same state and advanced the
+    # generator twice (PyTorch's test_randperm compares the two under fork_rng).
+    s = torch.tpu.get_rng_state()
+    want = torch.randperm(50, device="tpu").cpu()
+    after = torch.rand(3, device="tpu").cpu()
+    for out in (torch.empty(0, dtype=torch.long, device="tpu"), torch.empty(50, dtype=torch.long, device="tpu")):
+        torch.tpu.set_rng_state(s)
+        torch.randperm(50, out=out)
+        assert torch.equal(out.cpu(), want)
+        assert torch.equal(torch.rand(3, device="tpu").cpu(), after)
