@@ -28,7 +28,9 @@ func evenSteps(c *Ctx, start, end float64, n int64, d DType) *hlo.Value {
 	last := b.BroadcastTo(c.R.Scalar(end, e), []int64{n})
 	step := b.BroadcastTo(b.Scalar(e, 0), []int64{n})
 	if n > 1 {
-		step = b.Div(b.Sub(last, s), b.Constant(t, float64(n-1)))
+		// A runtime divisor: XLA turns division by a constant into a product with its reciprocal, and
+		// 999999 * (1/999999) is not 1.
+		step = b.Div(b.Sub(last, s), b.BroadcastTo(c.R.Scalar(float64(n-1), e), []int64{n}))
 	}
 	i := b.Iota(t, 0)
 	fromStart := b.Add(s, b.Mul(step, i))
