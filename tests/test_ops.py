@@ -69,6 +69,8 @@ def test_linspace_and_logspace(mode):
               (0, 999999, 10**6)]
     for start, end, steps in ranges:
         for dtype in (torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.bfloat16):
+            if dtype == torch.int16 and end > 2**15:
+                continue
             want = torch.linspace(start, end, steps, dtype=dtype)
             got = torch.linspace(start, end, steps, dtype=dtype, device="tpu").cpu()
             # CPU's vector loop steps float64 and bf16 lanes from each block's first value: one rounding apart.
