@@ -76,6 +76,8 @@ def test_linspace_and_logspace(mode):
             # CPU's vector loop steps float64 and bf16 lanes from each block's first value: one rounding apart.
             exact = dtype not in (torch.float64, torch.bfloat16)
             torch.testing.assert_close(got, want, atol=0 if exact else None, rtol=0 if exact else None)
+            if end > 1000:
+                continue  # 2 ** 999999 overflows every dtype
             want = torch.logspace(start, end, steps, base=2.0, dtype=dtype)
             got = torch.logspace(start, end, steps, base=2.0, dtype=dtype, device="tpu").cpu()
             if dtype.is_floating_point:
