@@ -5,6 +5,10 @@
 #include <ATen/native/Resize.h>
 #include <ATen/native/ResizeCommon.h>
 #include <ATen/native/TensorFactories.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+#include <limits>
+#include <optional>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/copy_native.h>
@@ -224,6 +228,55 @@ void index_on_device(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   tpu_fallback(op, stack);
 }
 
+// random_bounds_warn warns, as CPU's check_from_to_in_range does, when random_(from, to) on a floating tensor
+// reaches integers past those its type holds exactly (2^digits); the rule then checks the hard bounds and draws.
+void random_bounds_warn(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& args = op.schema().arguments();
+  const size_t begin = stack->size() - args.size();
+  const at::Tensor self = (*stack)[begin].toTensor();
+  int digits = 0;
+  double max = 0;
+  switch (self.scalar_type()) {
+    case c10::ScalarType::Float:
+      digits = std::numeric_limits<float>::digits, max = std::numeric_limits<float>::max();
+      break;
+    case c10::ScalarType::Double:
+      digits = std::numeric_limits<double>::digits, max = std::numeric_limits<double>::max();
+      break;
+    case c10::ScalarType::Half:
+      digits = std::numeric_limits<at::Half>::digits, max = std::numeric_limits<at::Half>::max();
+      break;
+    case c10::ScalarType::BFloat16:
+      digits = std::numeric_limits<at::BFloat16>::digits, max = std::numeric_limits<at::BFloat16>::max();
+      break;
+    default:
+      break;
+  }
+  int64_t from = 0;
+  std::optional<int64_t> to;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& v = (*stack)[begin + i];
+    if (args[i].name() == "from") {
+      from = v.toInt();
+    } else if (args[i].name() == "to" && !v.isNone()) {
+      to = v.toInt();
+    }
+  }
+  const int64_t limit = int64_t(1) << digits;
+  const int64_t to_inc = to ? *to - 1 : limit;
+  auto fits = [&](int64_t v) { return static_cast<double>(v) >= -max && static_cast<double>(v) <= max; };
+  if (digits > 0 && (!to || *to > from) && fits(from) && fits(to_inc)) {
+    for (const auto& [v, name] : {std::pair{from, "from"}, std::pair{to_inc, "to - 1"}}) {
+      if (v < -limit || v > limit) {
+        TORCH_WARN(name, " is out of bounds [-(2^", digits, "), 2^", digits, "]. ", "Due to precision limitations ",
+                   self.dtype(), " can support discrete uniform distribution only within this range. ",
+                   "This warning will become an error in version 1.7 release, please fix the code in advance");
+      }
+    }
+  }
+  tpu_fallback(op, stack);
+}
+
 at::Tensor& set_storage(at::Tensor& self, c10::Storage source) { return at::native::set_(self, std::move(source)); }
 
 at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) { return at::native::set_tensor_(self, source); }
@@ -411,6 +464,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("le.Scalar", TORCH_FN(compare_scalar<3>));
   m.impl("gt.Scalar", TORCH_FN(compare_scalar<4>));
   m.impl("ge.Scalar", TORCH_FN(compare_scalar<5>));
+  m.impl("random_.from", torch::CppFunction::makeFromBoxedFunction<&random_bounds_warn>());
+  m.impl("random_.to", torch::CppFunction::makeFromBoxedFunction<&random_bounds_warn>());
   for (const char* name : {"index_fill.int_Scalar", "index_fill.int_Tensor", "index_fill_.int_Scalar",
                            "index_fill_.int_Tensor"}) {
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&index_on_device>());

@@ -59,6 +59,9 @@ func randomBoundsCheck(d DType, from, to int64) error {
 func randomRange(hasFrom, hasTo bool) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
 		m := c.Meta(0)
+		if hasTo && m.DType.IsComplex() {
+			return nil, Errorf("check_random_bounds handles only integral, floating-point and boolean types")
+		}
 		var from int64
 		seedArg := 1
 		arg := 1

@@ -402,11 +402,11 @@ func flipRule(c *Ctx) ([]*hlo.Value, error) {
 func rollRule(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
 	shifts, dims := c.Ints(1, nil), c.Ints(2, nil)
-	if len(shifts) != len(dims) && !(len(dims) == 0 && len(shifts) == 1) {
-		return nil, Errorf("shifts and dimensions must align. shifts: %d, dims:%d", len(shifts), len(dims))
-	}
 	if len(shifts) == 0 {
 		return nil, Errorf("`shifts` required")
+	}
+	if len(shifts) != len(dims) && !(len(dims) == 0 && len(shifts) == 1) {
+		return nil, Errorf("shifts and dimensions must align. shifts: %d, dims:%d", len(shifts), len(dims))
 	}
 	b, x := c.B, c.T(0)
 	if len(dims) == 0 {

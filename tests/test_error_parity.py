@@ -149,6 +149,9 @@ CASES = {
     "hardtanh of ints with infinite bounds": lambda d: F.hardtanh(torch.ones(2, dtype=torch.long, device=d), -math.inf, math.inf),
     "hardtanh of float16 with bounds past float16": lambda d: F.hardtanh(torch.ones(2, dtype=torch.half, device=d), -1e10, 1e10),
     "heaviside with complex values": lambda d: torch.heaviside(torch.ones(1, device=d), torch.tensor(1 + 1j, device=d)),
+    "roll with no shifts and a dim": lambda d: torch.ones(2, 4, device=d).roll(shifts=(), dims=1),
+    "randint of complex64": lambda d: torch.randint(6, (2,), dtype=torch.complex64, device=d),
+    "uniform_ over a range wider than float32": lambda d: torch.empty(3, device=d).uniform_(-3e38, 3e38),
     # An unpooling index outside the output plane was dropped by the scatter (the value vanished without an error).
     "max_unpool1d with an index past the output": lambda d: F.max_unpool1d(
         torch.ones(1, 2, 4, device=d), torch.tensor([[[0, 1, 2, 9], [0, 1, 2, 3]]], device=d), 2),

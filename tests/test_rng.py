@@ -1,4 +1,6 @@
 """Random numbers generated on the device: reproducibility and distributions."""
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -181,3 +183,20 @@ def test_an_out_resize_does_not_draw_a_second_seed(mode):
         torch.randperm(50, out=out)
         assert torch.equal(out.cpu(), want)
         assert torch.equal(torch.rand(3, device="tpu").cpu(), after)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_random_from_to_past_exact_integers_warns_as_cpu(dtype):
+    # CPU warns when random_(from, to) on a floating tensor reaches integers its type cannot hold exactly (past
+    # 2^digits), and raises past the type's range; tpu drew silently.
+    def messages(device):
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            t = torch.empty(5, dtype=dtype, device=device)
+            for lo, hi in [(-2**25, 5), (0, 2**25), (-2**12, 0), (0, 2**12), (-2**9, 2**9), (0, 10)]:
+                try:
+                    t.random_(lo, hi)
+                except RuntimeError as e:
+                    ws.append(warnings.WarningMessage(str(e).split(" (aten::")[0], RuntimeError, "", 0))
+        return [str(w.message).split(" (Triggered internally")[0] for w in ws]
+    assert messages("tpu") == messages("cpu")
