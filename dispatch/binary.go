@@ -1,6 +1,11 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"slices"
+	"strings"
+
+	"torchtpu/hlo"
+)
 
 // binaryOp emits a binary op on x and y of dtype d.
 type binaryOp func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error)
@@ -151,6 +156,49 @@ func mulOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
 }
 
 func trueDiv(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) { return b.Div(x, y), nil }
+
+// intDivision wraps an integer-capable division (floor and truncating
+// division, remainder, fmod) with CPU's ZeroDivisionError for an integer
+// result whose divisor, argument 1, holds a zero: a Python number is checked
+// as it comes, a tensor by its known value range or else by reading it (the
+// rules declare it a host argument; floating divisors are never read).
+// XLA's integer division by zero gives -1 or the dividend instead.
+func intDivision(fn Fn) Fn {
+	return func(c *Ctx) ([]*hlo.Value, error) {
+		trueDiv := strings.Contains(c.Op, "mode") && c.Str(2, "") == ""
+		if d := c.resultType(0, 1); !d.IsFloat() && !d.IsComplex() && d != Bool && !trueDiv {
+			if err := c.checkNonzeroDivisor(1); err != nil {
+				return nil, err
+			}
+		}
+		return fn(c)
+	}
+}
+
+func (c *Ctx) checkNonzeroDivisor(i int) error {
+	zero := Errorf("ZeroDivisionError")
+	a := c.Args[i]
+	if a.IsScalar() {
+		if a.Value() == 0 && (a.Kind != ArgScalarComplex || a.Doubles[1] == 0) {
+			return zero
+		}
+		return nil
+	}
+	if a.Kind != ArgTensor || c.NoHostChecks || c.Meta(i).Numel() == 0 {
+		return nil
+	}
+	if lo, hi, ok := c.argRange(i); ok && (lo > 0 || hi < 0) {
+		return nil
+	}
+	vs, err := c.R.Int64s(a.Handles[0])
+	if err != nil {
+		return err
+	}
+	if slices.Contains(vs, 0) {
+		return zero
+	}
+	return nil
+}
 
 // divMode implements div with rounding_mode (argument 2): None, "trunc" or "floor".
 func divMode(c *Ctx) ([]*hlo.Value, error) {
@@ -316,12 +364,13 @@ func init() {
 	mul.ComplexScalar, mul.Range = 1, mulRange
 	def("aten::div.Tensor", arithOpmath(trueDiv, true))
 	def("aten::div.Scalar", arithOpmath(trueDiv, true), "aten::div.Scalar_out").ComplexScalar = 1
-	def("aten::div.Tensor_mode", divMode, "aten::div.out_mode")
-	def("aten::div.Scalar_mode", divMode, "aten::div.Scalar_mode_out")
-	def("aten::remainder.Tensor", arith(remainderOp, false), "aten::remainder.Tensor_out")
-	def("aten::remainder.Scalar", arith(remainderOp, false), "aten::remainder.Scalar_out")
-	def("aten::fmod.Tensor", arith(fmodOp, false), "aten::fmod.Tensor_out")
-	def("aten::fmod.Scalar", arith(fmodOp, false), "aten::fmod.Scalar_out")
+	def("aten::div.Tensor_mode", intDivision(divMode), "aten::div.out_mode").Needs = hostArgs(1)
+	def("aten::div.Scalar_mode", intDivision(divMode), "aten::div.Scalar_mode_out").Needs = hostArgs(1)
+	def("aten::remainder.Tensor", intDivision(arith(remainderOp, false)), "aten::remainder.Tensor_out").Needs = hostArgs(1)
+	def("aten::remainder.Scalar", intDivision(arith(remainderOp, false)), "aten::remainder.Scalar_out").Needs = hostArgs(1)
+	def("aten::remainder.Scalar_Tensor", intDivision(arith(remainderOp, false)), "aten::remainder.Scalar_Tensor_out").Needs = hostArgs(1)
+	def("aten::fmod.Tensor", intDivision(arith(fmodOp, false)), "aten::fmod.Tensor_out").Needs = hostArgs(1)
+	def("aten::fmod.Scalar", intDivision(arith(fmodOp, false)), "aten::fmod.Scalar_out").Needs = hostArgs(1)
 	tt := def("aten::pow.Tensor_Tensor", arith(powOp, false), "aten::pow.Tensor_Tensor_out")
 	ts := def("aten::pow.Tensor_Scalar", powTensorScalar, "aten::pow.Tensor_Scalar_out")
 	// pow_'s overloads are named after the exponent: pow_.Scalar is pow.Tensor_Scalar in place, not pow.Scalar

@@ -218,7 +218,12 @@ func init() {
 	def("aten::fmin", arith(fmaxOp(true), false))
 	def("aten::nextafter", arith(nextafterOp, false))
 	def("aten::heaviside", heavisideRule)
-	def("aten::floor_divide", arithOpmath(floorDivideOp, false))
-	def("aten::floor_divide.Scalar", arithOpmath(floorDivideOp, false), "aten::floor_divide.Scalar_out")
+	fd := def("aten::floor_divide", intDivision(arithOpmath(floorDivideOp, false)))
+	fd.Needs = hostArgs(1)
+	fds := def("aten::floor_divide.Scalar", intDivision(arithOpmath(floorDivideOp, false)), "aten::floor_divide.Scalar_out")
+	fds.Needs = hostArgs(1)
+	// floor_divide's in-place overloads are floor_divide_.Tensor and .Scalar; def derives floor_divide_ alone.
+	alias("aten::floor_divide_.Tensor", fd, Inplace)
+	alias("aten::floor_divide_.Scalar", fds, Inplace)
 	def("aten::rsub.Tensor", rsubRule, "aten::rsub.Tensor_out")
 }

@@ -152,6 +152,15 @@ CASES = {
     "roll with no shifts and a dim": lambda d: torch.ones(2, 4, device=d).roll(shifts=(), dims=1),
     "randint of complex64": lambda d: torch.randint(6, (2,), dtype=torch.complex64, device=d),
     "uniform_ over a range wider than float32": lambda d: torch.empty(3, device=d).uniform_(-3e38, 3e38),
+    # Integer division by zero: CPU raises, XLA gave -1 or the dividend.
+    "int64 floor division by 0": lambda d: torch.tensor([5, -5], device=d) // 0,
+    "int64 floor division by a tensor holding 0": lambda d: torch.tensor([5, -5], device=d) // torch.tensor([0, 1], device=d),
+    "uint8 floor division by a tensor of 0": lambda d: torch.tensor([5], dtype=torch.uint8, device=d) // torch.zeros(1, dtype=torch.uint8, device=d),
+    "int64 remainder by 0": lambda d: torch.tensor([5], device=d) % 0,
+    "5 % an int tensor holding 0": lambda d: 5 % torch.tensor([0, 1], device=d),
+    "int32 fmod by 0": lambda d: torch.fmod(torch.tensor([5], dtype=torch.int32, device=d), 0),
+    "int64 truncating division by 0": lambda d: torch.div(torch.tensor([5], device=d), 0, rounding_mode="trunc"),
+    "in-place floor division by a 0-dim CPU 0": lambda d: torch.tensor([5, 6], device=d).floor_divide_(torch.tensor(0)),
     # An unpooling index outside the output plane was dropped by the scatter (the value vanished without an error).
     "max_unpool1d with an index past the output": lambda d: F.max_unpool1d(
         torch.ones(1, 2, 4, device=d), torch.tensor([[[0, 1, 2, 9], [0, 1, 2, 3]]], device=d), 2),
@@ -230,3 +239,21 @@ def test_pow_in_place_with_a_number_takes_pows_tensor_scalar_rule():
     assert torch.equal(z.to("tpu").pow_(2).cpu(), z.clone().pow_(2))
     x = torch.tensor([0.5, 2.0, 3.0])
     torch.testing.assert_close(x.to("tpu").pow_(0.5).cpu(), x.clone().pow_(0.5))
+
+
+def test_integer_division_by_nonzero_values_runs_on_tpu():
+    # The checks read a divisor tensor only when its values are not known; true division and floats never check.
+    x, y = torch.tensor([7, -7, 9, 0]), torch.tensor([2, 3, -4, 5])
+    xt, yt = x.to("tpu"), y.to("tpu")
+    torch.tpu.reset_metrics()
+    assert torch.equal((xt // yt).cpu(), x // y) and torch.equal((xt % yt).cpu(), x % y)
+    assert torch.equal(torch.fmod(xt, yt).cpu(), torch.fmod(x, y))
+    torch.testing.assert_close(torch.div(xt, 0, rounding_mode=None).cpu(), torch.div(x, 0, rounding_mode=None),
+                               equal_nan=True)
+    assert torch.equal((5 % yt).cpu(), 5 % y)
+    z = xt.clone()
+    z //= yt  # floor_divide_.Tensor had no rule and ran on the CPU
+    assert torch.equal(z.cpu(), x // y)
+    assert not torch.tpu.metrics()["cpu_fallbacks"]
+    f = torch.tensor([5.0, -5.0, 0.0])
+    torch.testing.assert_close((f.to("tpu") // 0).cpu(), f // 0, equal_nan=True)
