@@ -277,6 +277,38 @@ void random_bounds_warn(const c10::OperatorHandle& op, torch::jit::Stack* stack)
   tpu_fallback(op, stack);
 }
 
+// search_contiguity_warn gives searchsorted's and bucketize's hints about non-contiguous arguments, once each per
+// process as CPU's kernels do, then runs the rule.
+void search_contiguity_warn(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& args = op.schema().arguments();
+  const size_t begin = stack->size() - args.size();
+  auto non_contiguous = [&](const char* name) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      const auto& v = (*stack)[begin + i];
+      if (args[i].name() == name && v.isTensor() && v.toTensor().defined()) {
+        return !v.toTensor().is_contiguous();
+      }
+    }
+    return false;
+  };
+  if (non_contiguous("self")) {
+    TORCH_WARN_ONCE("torch.searchsorted(): input value tensor is non-contiguous, this will lower the performance due ",
+                    "to extra data copy when converting non-contiguous tensor to contiguous, please use contiguous ",
+                    "input value tensor if possible. This message will only appear once per program.");
+  }
+  if (non_contiguous("sorted_sequence") || non_contiguous("boundaries")) {
+    TORCH_WARN_ONCE("torch.searchsorted(): boundary tensor is non-contiguous, this will lower the performance due ",
+                    "to extra data copy when converting non-contiguous tensor to contiguous, please use contiguous ",
+                    "boundary tensor if possible. This message will only appear once per program.");
+  }
+  if (non_contiguous("sorter")) {
+    TORCH_WARN_ONCE("torch.searchsorted(): sorter tensor is non-contiguous, this will lower the performance due ",
+                    "to extra data copy when converting non-contiguous tensor to contiguous, please use contiguous ",
+                    "sorter tensor if possible. This message will only appear once per program.");
+  }
+  tpu_fallback(op, stack);
+}
+
 at::Tensor& set_storage(at::Tensor& self, c10::Storage source) { return at::native::set_(self, std::move(source)); }
 
 at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) { return at::native::set_tensor_(self, source); }
@@ -464,6 +496,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("le.Scalar", TORCH_FN(compare_scalar<3>));
   m.impl("gt.Scalar", TORCH_FN(compare_scalar<4>));
   m.impl("ge.Scalar", TORCH_FN(compare_scalar<5>));
+  for (const char* name : {"searchsorted.Tensor", "searchsorted.Scalar", "searchsorted.Tensor_out",
+                           "searchsorted.Scalar_out", "bucketize.Tensor", "bucketize.Tensor_out"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&search_contiguity_warn>());
+  }
   m.impl("random_.from", torch::CppFunction::makeFromBoxedFunction<&random_bounds_warn>());
   m.impl("random_.to", torch::CppFunction::makeFromBoxedFunction<&random_bounds_warn>());
   for (const char* name : {"index_fill.int_Scalar", "index_fill.int_Tensor", "index_fill_.int_Scalar",

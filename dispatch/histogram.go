@@ -270,7 +270,10 @@ func histc(c *Ctx) ([]*hlo.Value, error) {
 // host first.
 func bincount(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
-	if m.Rank() != 1 || !m.DType.IsIntegral(false) {
+	if !m.DType.IsIntegral(false) {
+		return nil, notImplemented("bincount_cpu", m.DType) // CPU's kernel dispatches on integer types first
+	}
+	if m.Rank() != 1 {
 		return nil, Errorf("bincount only supports 1-d non-negative integral inputs.")
 	}
 	minlength := c.Int(2, 0)

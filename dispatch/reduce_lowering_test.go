@@ -79,7 +79,7 @@ var sortLowerings = family("sort", []lowering{
 	{"aten::bucketize.Scalar", "#2 f32[4] false false", "i64", `CHECK: stablehlo.compare"`},
 	{"aten::bucketize.Tensor", "f32[2,3] f32[4] true false", "2x3xi32", `CHECK: stablehlo.compare"`},
 	{"aten::searchsorted.Scalar", "f32[4] #2 false false none none", "i64", `CHECK: stablehlo.compare"`},
-	{"aten::searchsorted.Tensor", "f32[2,4] f32[2,3] false true none none", "2x3xi64", `CHECK: stablehlo.compare"; CHECK: stablehlo.reduce"`},
+	{"aten::searchsorted.Tensor", "f32[2,4] f32[2,3] false true none none", "2x3xi64", `CHECK: stablehlo.gather"; CHECK: stablehlo.compare"`},
 })
 
 func TestSortLowerings(t *testing.T) { runLowerings(t, sortLowerings) }

@@ -1,36 +1,48 @@
 package dispatch
 
 import (
+	"math/bits"
 	"slices"
+
 	"torchtpu/hlo"
 )
 
-// searchCount returns, for every value in vals, how many entries of the
-// sorted last dimension of seq lie before it: those not >= it (left side)
-// or not > it (right side), which is where a binary search would stop,
-// NaN values included. seq is 1-D, or its leading dims match vals'.
+// searchCount returns, for every value in vals, where CPU's binary search
+// over the last dimension of seq stops: it moves past an entry that is not
+// >= the value (left side) or not > it (right side). For a sorted row that
+// is the count of entries before the value, NaN values going last; an
+// unsorted row gives CPU's answer too. seq is 1-D, or its leading dims match
+// vals'. Each of the bits(m) halvings gathers one entry per value, where
+// comparing with every entry cost m per value.
 func searchCount(b *hlo.Builder, seq, vals *hlo.Value, right bool, out hlo.Elem) *hlo.Value {
-	vr, sr := vals.T.Rank(), seq.T.Rank()
+	sr := seq.T.Rank()
 	m := seq.T.Shape[sr-1]
+	shape := vals.T.Shape
+	k := func(v int64) *hlo.Value { return b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), v), shape) }
 	if m == 0 {
-		return b.BroadcastTo(b.ConstantInt(hlo.T(out), 0), vals.T.Shape)
+		return b.Convert(k(0), out)
 	}
-	shape := append(append([]int64{}, vals.T.Shape...), m)
-	vB := b.BroadcastInDim(vals, shape, iotaDims(vr))
-	var sMap []int64
-	if sr == 1 {
-		sMap = []int64{int64(vr)}
-	} else {
-		sMap = append(iotaDims(sr-1), int64(vr))
-	}
-	sB := b.BroadcastInDim(seq, shape, sMap)
 	dir := hlo.GE
 	if right {
 		dir = hlo.GT
 	}
-	before := b.Not(b.Compare(dir, sB, vB))
-	n := b.Reduce(b.Convert(before, hlo.S64), b.ConstantInt(hlo.T(hlo.S64), 0), hlo.ReduceSum, int64(vr))
-	return b.Convert(n, out)
+	lo, hi, one := k(0), k(m), k(1)
+	for range bits.Len64(uint64(m)) {
+		active := b.Compare(hlo.LT, lo, hi)
+		mid := b.Add(lo, b.ShiftRightLogical(b.Sub(hi, lo), one))
+		at := b.Select(active, mid, k(0)) // a finished search may sit at m
+		var entry *hlo.Value
+		if sr == 1 {
+			entry = b.GatherFlat(seq, at)
+		} else {
+			ones := slices.Repeat([]int64{1}, sr)
+			entry = b.Gather(seq, fullIndices(b, at, int64(sr-1)), hlo.T(seq.T.Elem, shape...), nil, iotaDims(sr), iotaDims(sr), int64(sr), ones)
+		}
+		past := b.And(active, b.Not(b.Compare(dir, entry, vals)))
+		lo = b.Select(past, b.Add(mid, one), lo)
+		hi = b.Select(b.And(active, b.Not(past)), mid, hi)
+	}
+	return b.Convert(lo, out)
 }
 
 // searchsorted is searchsorted.Tensor/.Scalar(sorted_sequence, self, *,

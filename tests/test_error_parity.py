@@ -161,6 +161,8 @@ CASES = {
     "int32 fmod by 0": lambda d: torch.fmod(torch.tensor([5], dtype=torch.int32, device=d), 0),
     "int64 truncating division by 0": lambda d: torch.div(torch.tensor([5], device=d), 0, rounding_mode="trunc"),
     "in-place floor division by a 0-dim CPU 0": lambda d: torch.tensor([5, 6], device=d).floor_divide_(torch.tensor(0)),
+    "bincount of floats": lambda d: torch.bincount(torch.tensor([1.0, 2.0], device=d)),
+    "bincount of bools": lambda d: torch.bincount(torch.tensor([True], device=d)),
     # An unpooling index outside the output plane was dropped by the scatter (the value vanished without an error).
     "max_unpool1d with an index past the output": lambda d: F.max_unpool1d(
         torch.ones(1, 2, 4, device=d), torch.tensor([[[0, 1, 2, 9], [0, 1, 2, 3]]], device=d), 2),

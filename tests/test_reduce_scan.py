@@ -190,3 +190,35 @@ def test_var_and_std_of_float32_accumulate_in_float64(mode):
     for f in (lambda t: t.std(1), lambda t: t.var(1), lambda t: t.std(), lambda t: torch.std_mean(t, 1)[0],
               lambda t: torch.var_mean(t, 1, correction=0)[0]):
         torch.testing.assert_close(f(z.to("tpu")).cpu(), f(z), rtol=1e-6, atol=0)
+
+
+def test_searchsorted_and_bucketize_stop_where_cpus_binary_search_stops():
+    """searchsorted and bucketize search each value by halving, as CPU's kernel does: on sorted rows the answer is the
+    count of entries before the value (NaN values last), on unsorted rows (which PyTorch's own tests pass) wherever
+    CPU's search stops, which a count of smaller entries missed; the inputs' non-contiguity hints warn as on CPU."""
+    torch.manual_seed(0)
+    cases = []
+    for m in (1, 2, 3, 7, 8, 100):
+        s = torch.randn(m).sort().values
+        v = torch.randn(5, 13) * 2
+        u = torch.randn(4, m)
+        v2 = torch.randn(4, 9)
+        for right in (False, True):
+            cases += [(torch.searchsorted, (s, v), {"right": right}), (torch.bucketize, (v, s), {"right": right}),
+                      (torch.searchsorted, (u.sort(-1).values, v2), {"right": right}),
+                      (torch.searchsorted, (u, v2), {"right": right}),
+                      (torch.searchsorted, (u, v2), {"sorter": u.argsort(-1), "right": right})]
+    ints = torch.randint(-50, 50, (4, 10))
+    cases += [(torch.searchsorted, (ints.sort(-1).values, torch.randint(-60, 60, (4, 7))), {}),
+              (torch.searchsorted, (torch.tensor([0.0, 1.0, 2.0, 3.0], dtype=torch.float64),
+                                    torch.tensor([1.0, float("nan"), 2.0, float("nan")], dtype=torch.float64)), {}),
+              (torch.searchsorted, (torch.tensor([0.0, 1.0, float("nan")]), torch.tensor([0.5, 5.0, float("nan")])),
+               {"side": "right"}),
+              (torch.searchsorted, (torch.tensor([1.0, 2.0]), 1.5), {}),
+              (torch.searchsorted, (torch.tensor([]), torch.ones(3)), {})]
+    values_3d = torch.tensor([[[1, 3, 5], [2, 4, 6]], [[1, 2, 3], [4, 5, 6]]])
+    cases.append((torch.searchsorted, (values_3d.permute(2, 1, 0).double(), values_3d.permute(2, 1, 0).int()), {}))
+    for f, args, kw in cases:
+        tpu_args = [a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args]
+        tpu_kw = {k: a.to("tpu") if isinstance(a, torch.Tensor) else a for k, a in kw.items()}
+        assert torch.equal(f(*tpu_args, **tpu_kw).cpu(), f(*args, **kw)), (f.__name__, args, kw)
