@@ -456,8 +456,8 @@ func init() {
 	}{
 		{"exp", expOf}, {"expm1", expm1Of}, {"log", (*hlo.Builder).Log},
 		{"log1p", viaF64((*hlo.Builder).Log1p)}, {"log2", viaF64(log2Of)}, {"log10", viaF64(log10Of)},
-		{"sqrt", (*hlo.Builder).Sqrt}, {"rsqrt", (*hlo.Builder).Rsqrt}, {"tanh", complexWide((*hlo.Builder).Tanh)},
-		{"sigmoid", (*hlo.Builder).Logistic}, {"sin", zeroRealSinCos(complexOr((*hlo.Builder).Sin, complexSinCos(false)), false)},
+		{"sqrt", (*hlo.Builder).Sqrt}, {"rsqrt", upcast((*hlo.Builder).Rsqrt)}, {"tanh", complexWide((*hlo.Builder).Tanh)},
+		{"sigmoid", upcast((*hlo.Builder).Logistic)}, {"sin", zeroRealSinCos(complexOr((*hlo.Builder).Sin, complexSinCos(false)), false)},
 		{"cos", zeroRealSinCos(viaF64((*hlo.Builder).Cos), true)},
 		{"tan", complexWide((*hlo.Builder).Tan)}, {"reciprocal", reciprocalOf}, {"erf", erfOf},
 	}
