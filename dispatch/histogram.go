@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"math"
 	"slices"
 
 	"torchtpu/hlo"
@@ -228,16 +229,22 @@ func histogramddFromBinTensors(c *Ctx) ([]*hlo.Value, error) {
 // are ignored.
 func histc(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
-	if !m.DType.IsFloat() {
-		return nil, notImplemented("histogram_cpu", m.DType)
-	}
 	bins := c.Int(1, 100)
 	if bins <= 0 {
-		return nil, Errorf("torch.histc(): bins must be > 0, but got %d for dimension 0", bins)
+		return nil, Errorf("torch.histogram(): bins must be > 0, but got %d for dimension 0", bins)
 	}
 	lo, hi := c.Float(2, 0), c.Float(3, 0)
 	if lo > hi {
-		return nil, Errorf("torch.histc(): max must be larger than min")
+		return nil, Errorf("torch.histc: max must be larger than min")
+	}
+	if !m.DType.IsFloat() {
+		return nil, notImplemented("histogram_cpu", m.DType)
+	}
+	notFinite := func(lo, hi float64) error {
+		return Errorf("torch.histc: range of [%s, %s] is not finite", cDouble(lo), cDouble(hi))
+	}
+	if lo != hi && (math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsNaN(lo) || math.IsNaN(hi)) {
+		return nil, notFinite(lo, hi)
 	}
 	b := c.B
 	acc := accumElem(m.DType)
@@ -248,6 +255,16 @@ func histc(c *Ctx) ([]*hlo.Value, error) {
 		if n > 0 {
 			loV = b.Reduce(x, b.Scalar(acc, hlo.Highest(acc)), hlo.ReduceMin, 0)
 			hiV = b.Reduce(x, b.Scalar(acc, hlo.Lowest(acc)), hlo.ReduceMax, 0)
+			// CPU reads the data's range and refuses one that is not finite (an inf or NaN element).
+			both := b.Concatenate(0, b.Reshape(b.Convert(loV, hlo.F64), 1), b.Reshape(b.Convert(hiV, hlo.F64), 1))
+			bitsOf, err := c.R.Int64Values(b.BitcastConvert(both, hlo.S64))
+			if err != nil {
+				return nil, err
+			}
+			l, h := math.Float64frombits(uint64(bitsOf[0])), math.Float64frombits(uint64(bitsOf[1]))
+			if math.IsInf(l, 0) || math.IsInf(h, 0) || math.IsNaN(l) || math.IsNaN(h) {
+				return nil, notFinite(l, h)
+			}
 		}
 		same := b.Compare(hlo.EQ, loV, hiV)
 		loV = b.Select(same, b.Sub(loV, b.Scalar(acc, 1)), loV)
@@ -325,6 +342,6 @@ func init() {
 	def("aten::_histogramdd_bin_edges", histogramddBinEdges)
 	def("aten::_histogramdd_from_bin_cts", histogramddFromBinCts)
 	def("aten::_histogramdd_from_bin_tensors", histogramddFromBinTensors)
-	def("aten::histc", histc)
+	def("aten::histc", histc).Needs = readsResults
 	def("aten::bincount", bincount).Needs = hostArgs(0)
 }

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"fmt"
 	"math"
 
 	"torchtpu/hlo"
@@ -107,4 +108,19 @@ func checkScalarFits(a Arg, d DType) error {
 		return fail
 	}
 	return nil
+}
+
+// cDouble formats v as C++'s default stream output of a double does, the way
+// CPU's messages print numbers: six significant digits, nan and inf spelled
+// in lower case.
+func cDouble(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "nan"
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	}
+	return fmt.Sprintf("%.6g", v)
 }

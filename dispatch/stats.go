@@ -45,6 +45,9 @@ func varMean(isStd bool) Fn {
 // aminmax is aminmax(self, *, dim, keepdim) -> (min, max).
 func aminmax(c *Ctx) ([]*hlo.Value, error) {
 	m := c.Meta(0)
+	if m.DType.IsComplex() {
+		return nil, TypeErrorf("aminmax not implemented for %s", scalarTypeName(m.DType))
+	}
 	dims, all := iotaDims(m.Rank()), true
 	keep := c.Bool(2, false)
 	if c.Has(1) {

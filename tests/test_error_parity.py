@@ -163,6 +163,12 @@ CASES = {
     "in-place floor division by a 0-dim CPU 0": lambda d: torch.tensor([5, 6], device=d).floor_divide_(torch.tensor(0)),
     "bincount of floats": lambda d: torch.bincount(torch.tensor([1.0, 2.0], device=d)),
     "bincount of bools": lambda d: torch.bincount(torch.tensor([True], device=d)),
+    "aminmax of a 0-dim complex tensor": lambda d: torch.aminmax(torch.tensor(1 + 1j, device=d)),
+    "aminmax of complex": lambda d: torch.aminmax(torch.tensor([1 + 1j, 2j], device=d)),
+    "histc of ints with min above max": lambda d: torch.histc(torch.tensor([1, 2], dtype=torch.int32, device=d), 4, 5, 1),
+    "histc of data holding inf": lambda d: torch.histc(torch.tensor([1.0, 2.0, math.inf], device=d), bins=4),
+    "histc with a NaN min": lambda d: torch.histc(torch.tensor([1.0, 2.0], device=d), bins=4, min=math.nan, max=3),
+    "histc with no bins": lambda d: torch.histc(torch.tensor([1.0, 2.0], device=d), bins=0),
     # An unpooling index outside the output plane was dropped by the scatter (the value vanished without an error).
     "max_unpool1d with an index past the output": lambda d: F.max_unpool1d(
         torch.ones(1, 2, 4, device=d), torch.tensor([[[0, 1, 2, 9], [0, 1, 2, 3]]], device=d), 2),
