@@ -101,7 +101,6 @@ var outDTypes = map[string]outDType{
 	"aten::isposinf.out":              fixed("isposinf does not support non-boolean outputs."),
 	"aten::signbit.out":               fixed("signbit does not support non-boolean outputs."),
 	"aten::kthvalue.values":           fixed("output values must be of same type as input"),
-	"aten::mode.values":               exact("expected scalar type '%s' but got '%s' for values output", scalarTypeName, false),
 	"aten::nan_to_num.out":            exact("nan_to_num: dtype of out: %s should be same as input: %s", scalarTypeName, true),
 	"aten::nonzero.out":               exact("nonzero: Expected out tensor to have scalar type Long but got scalar type%s", scalarTypeName, true),
 	"aten::ormqr.out":                 exact("torch.ormqr: Expected input and result to have the same dtype, but input has dtype%s and result has dtype %s", scalarTypeName, false),
@@ -124,12 +123,15 @@ func CastError(res, out DType) error {
 }
 
 // CheckOutDType applies the dtype rule of the out= operator running in c to
-// a result of dtype res written into an out tensor of dtype out. It returns
+// its result i, of dtype res, written into an out tensor of dtype out. It returns
 // whether the write may convert without PyTorch's safe-cast check (the kernel
 // computes in out's dtype), or the error CPU raises.
-func (c *Ctx) CheckOutDType(res, out DType) (anyCast bool, err error) {
+func (c *Ctx) CheckOutDType(i int, res, out DType) (anyCast bool, err error) {
 	if c.Op == "aten::abs.out" && c.Meta(0).DType.IsComplex() {
 		return true, nil // CPU copies complex magnitudes into an out of any dtype
+	}
+	if c.Op == "aten::mode.values" && res != out {
+		return false, Errorf("expected scalar type '%s' but got '%s' for %s output", scalarTypeName(res), scalarTypeName(out), []string{"values", "indices"}[i])
 	}
 	return CheckOutDType(c.Op, res, out)
 }

@@ -266,7 +266,7 @@ func (e *Engine) writeOuts(c *dispatch.Ctx, r *dispatch.Rule, results []*hlo.Val
 	anyCast := make([]bool, k)
 	for i, v := range results {
 		var err error
-		if anyCast[i], err = c.CheckOutDType(c.ResultDType(v), dsts[i].Tensors[0].DType); err != nil {
+		if anyCast[i], err = c.CheckOutDType(i, c.ResultDType(v), dsts[i].Tensors[0].DType); err != nil {
 			return err
 		}
 	}

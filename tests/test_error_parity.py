@@ -169,6 +169,10 @@ CASES = {
     "histc of data holding inf": lambda d: torch.histc(torch.tensor([1.0, 2.0, math.inf], device=d), bins=4),
     "histc with a NaN min": lambda d: torch.histc(torch.tensor([1.0, 2.0], device=d), bins=4, min=math.nan, max=3),
     "histc with no bins": lambda d: torch.histc(torch.tensor([1.0, 2.0], device=d), bins=0),
+    "mode into an int8 indices out": lambda d: torch.mode(torch.ones(10, dtype=torch.uint8, device=d), -1, True, out=(
+        torch.ones(10, dtype=torch.uint8, device=d), torch.ones(10, dtype=torch.int8, device=d))),
+    "mode into an int8 values out": lambda d: torch.mode(torch.ones(10, dtype=torch.uint8, device=d), -1, True, out=(
+        torch.ones(10, dtype=torch.int8, device=d), torch.ones(10, dtype=torch.long, device=d))),
     # An unpooling index outside the output plane was dropped by the scatter (the value vanished without an error).
     "max_unpool1d with an index past the output": lambda d: F.max_unpool1d(
         torch.ones(1, 2, 4, device=d), torch.tensor([[[0, 1, 2, 9], [0, 1, 2, 3]]], device=d), 2),
