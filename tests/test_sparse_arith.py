@@ -1,6 +1,8 @@
 """Arithmetic on sparse COO tensors on tpu matches CPU: the product of two sparse tensors (values,
 stored indices, dtype and is_coalesced), division by a scalar with CPU's promotion, and the same
 exception classes where CPU refuses (in-place results that cannot be cast, division by a tensor)."""
+import re
+
 import pytest
 import torch
 
@@ -199,3 +201,62 @@ def test_sparse_div_by_tensor_raises(case):
     got, want = same_outcome(DIV_REFUSED[case], tuple(x.to("tpu") for x in cpu), cpu)
     assert want[0] is RuntimeError
     assert got[1] == want[1]
+
+
+def _sparse_example(device):
+    i = torch.tensor([[0, 1, 1, 0], [2, 0, 2, 2]])  # (0, 2) stored twice: uncoalesced
+    return torch.sparse_coo_tensor(i, torch.tensor([3.0, 4.0, 5.0, 6.0]), (2, 3), device=device)
+
+
+@pytest.mark.parametrize("case", ["sparse.mm", "matmul", "dense @ sparse", "sparse @ sparse", "addmm",
+                                  "addmm broadcast", "addmm beta 0", "wrong inner size", "wrong dtype",
+                                  "no stored values", "gradient of the dense operand", "gradient of a GCN layer"])
+def test_sparse_dense_products_match_cpu(case):
+    """torch.sparse.mm, sparse @ dense, dense @ sparse and addmm with a sparse mat1 ran into 'Could not run
+    aten::addmm with arguments from the Sparsetpu backend'; they now gather and index-add on the device."""
+    torch.manual_seed(0)
+    w, m = torch.randn(3, 4), torch.randn(5, 2)
+
+    def run(d):
+        s = _sparse_example(d)
+        if case == "sparse.mm":
+            return torch.sparse.mm(s, w.to(d))
+        if case == "matmul":
+            return s @ w.to(d)
+        if case == "dense @ sparse":
+            return torch.mm(m.to(d), s)
+        if case == "sparse @ sparse":
+            return torch.mm(s, s.t()).to_dense()
+        if case == "addmm":
+            return torch.addmm(torch.ones(2, 4, device=d), s, w.to(d), beta=0.5, alpha=2)
+        if case == "addmm broadcast":
+            return torch.addmm(torch.ones(4, device=d), s, w.to(d))
+        if case == "addmm beta 0":
+            return torch.addmm(torch.full((2, 4), float("nan"), device=d), s, w.to(d), beta=0)
+        if case == "wrong inner size":
+            return torch.sparse.mm(s, torch.ones(4, 2, device=d))
+        if case == "wrong dtype":
+            return torch.sparse.mm(s, torch.ones(3, 2, dtype=torch.float64, device=d))
+        if case == "no stored values":
+            empty = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long), torch.zeros(0), (2, 3), device=d)
+            return torch.sparse.mm(empty, w.to(d))
+        if case == "gradient of the dense operand":
+            x = w.clone().to(d).requires_grad_()
+            (torch.sparse.mm(s, x) ** 2).sum().backward()
+            return x.grad
+        lin = torch.nn.Linear(4, 3)
+        torch.manual_seed(1)
+        lin.reset_parameters()
+        lin = lin.to(d)
+        torch.sparse.mm(s, lin(w.to(d))).sum().backward()
+        return lin.weight.grad
+
+    try:
+        want = run("cpu")
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=re.escape(str(e).splitlines()[0])):
+            run("tpu")
+        return
+    got = run("tpu")
+    assert got.device.type == "tpu"
+    torch.testing.assert_close(got.cpu(), want, equal_nan=True)
