@@ -2,6 +2,7 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
+#include <ATen/native/RangeUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/ResizeCommon.h>
 #include <ATen/native/TensorFactories.h>
@@ -309,6 +310,26 @@ void search_contiguity_warn(const c10::OperatorHandle& op, torch::jit::Stack* st
   tpu_fallback(op, stack);
 }
 
+// arange_resize_warn warns, as CPU's arange_out does, when an out= tensor holding elements has another count than
+// the range, which happens through rounding (arange(-1, 1, 2/49) has 50); the rule then resizes it and fills it.
+void arange_resize_warn(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t n = stack->size();
+  const at::Tensor out = (*stack)[n - 1].toTensor();
+  const at::Scalar start = (*stack)[n - 4].toScalar(), end = (*stack)[n - 3].toScalar(), step = (*stack)[n - 2].toScalar();
+  if (out.numel() > 0 && !start.isComplex() && !end.isComplex() && !step.isComplex()) {
+    const int64_t size = out.scalar_type() == c10::ScalarType::Long
+                             ? at::native::compute_arange_size<int64_t>(start, end, step)
+                             : at::native::compute_arange_size<double>(start, end, step);
+    if (out.numel() != size) {
+      TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ", out.numel(),
+                 " which does not match the computed number of elements ", size,
+                 ". Note that this may occur as a result of rounding error. "
+                 "The out tensor will be resized to a tensor of shape (", size, ",).");
+    }
+  }
+  tpu_fallback(op, stack);
+}
+
 at::Tensor& set_storage(at::Tensor& self, c10::Storage source) { return at::native::set_(self, std::move(source)); }
 
 at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) { return at::native::set_tensor_(self, source); }
@@ -500,6 +521,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                            "searchsorted.Scalar_out", "bucketize.Tensor", "bucketize.Tensor_out"}) {
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&search_contiguity_warn>());
   }
+  m.impl("arange.start_out", torch::CppFunction::makeFromBoxedFunction<&arange_resize_warn>());
   m.impl("random_.from", torch::CppFunction::makeFromBoxedFunction<&random_bounds_warn>());
   m.impl("random_.to", torch::CppFunction::makeFromBoxedFunction<&random_bounds_warn>());
   for (const char* name : {"index_fill.int_Scalar", "index_fill.int_Tensor", "index_fill_.int_Scalar",

@@ -30,14 +30,17 @@ func zero(c *Ctx) ([]*hlo.Value, error) {
 
 // ArangeLength returns the element count of arange(start, end, step), or an error.
 func ArangeLength(start, end, step float64) (int64, error) {
+	if math.IsNaN(step) || math.IsInf(step, 0) {
+		return 0, Errorf("step must be finite but got %s", cDouble(step))
+	}
 	if step == 0 {
 		return 0, Errorf("step must be nonzero")
 	}
 	if math.IsNaN(start) || math.IsNaN(end) || math.IsInf(start, 0) || math.IsInf(end, 0) {
-		return 0, Errorf("unsupported range: %v -> %v", start, end)
+		return 0, Errorf("unsupported range: %s -> %s", cDouble(start), cDouble(end))
 	}
 	if (step > 0 && end < start) || (step < 0 && end > start) {
-		return 0, Errorf("upper bound and larger bound inconsistent with step sign")
+		return 0, Errorf("upper bound and lower bound inconsistent with step sign")
 	}
 	return int64(math.Ceil((end - start) / step)), nil
 }
@@ -50,7 +53,7 @@ func arangeIntLength(start, end, step int64) (int64, error) {
 		return 0, Errorf("step must be nonzero")
 	}
 	if (step > 0 && end < start) || (step < 0 && end > start) {
-		return 0, Errorf("upper bound and larger bound inconsistent with step sign")
+		return 0, Errorf("upper bound and lower bound inconsistent with step sign")
 	}
 	sgn := int64(1)
 	if step < 0 {

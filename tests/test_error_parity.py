@@ -6,6 +6,7 @@ sample (tests/conformance/test_sweep_errors.py) does not run.
 """
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -173,6 +174,9 @@ CASES = {
         torch.ones(10, dtype=torch.uint8, device=d), torch.ones(10, dtype=torch.int8, device=d))),
     "mode into an int8 values out": lambda d: torch.mode(torch.ones(10, dtype=torch.uint8, device=d), -1, True, out=(
         torch.ones(10, dtype=torch.int8, device=d), torch.ones(10, dtype=torch.long, device=d))),
+    "arange with an infinite step": lambda d: torch.arange(0, 5, math.inf, device=d),
+    "arange with a step of the wrong sign": lambda d: torch.arange(5, 0, 1, device=d),
+    "arange to NaN": lambda d: torch.arange(0, math.nan, device=d),
     # An unpooling index outside the output plane was dropped by the scatter (the value vanished without an error).
     "max_unpool1d with an index past the output": lambda d: F.max_unpool1d(
         torch.ones(1, 2, 4, device=d), torch.tensor([[[0, 1, 2, 9], [0, 1, 2, 3]]], device=d), 2),
@@ -269,3 +273,15 @@ def test_integer_division_by_nonzero_values_runs_on_tpu():
     assert not torch.tpu.metrics()["cpu_fallbacks"]
     f = torch.tensor([5.0, -5.0, 0.0])
     torch.testing.assert_close((f.to("tpu") // 0).cpu(), f // 0, equal_nan=True)
+
+
+def test_arange_into_an_out_of_another_count_warns_as_cpu():
+    # Rounding gives arange(-1, 1, 2/49) 50 elements; CPU warns before resizing an out= tensor of 49 (tpu was silent).
+    def run(device):
+        line = torch.zeros(1, 49, device=device)
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            torch.arange(-1, 1, 2.0 / 49, dtype=torch.float32, out=line)
+            torch.arange(0, 5, out=torch.empty(0, device=device))  # an empty out resizes silently
+        return line.shape, [str(w.message).split(" (Triggered internally")[0] for w in ws]
+    assert run("tpu") == run("cpu")
