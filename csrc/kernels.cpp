@@ -330,6 +330,39 @@ void arange_resize_warn(const c10::OperatorHandle& op, torch::jit::Stack* stack)
   tpu_fallback(op, stack);
 }
 
+// dof_warn warns, as CPU's var and std kernels do, when a correction leaves no degrees of freedom: the elements
+// reduced into each result (input numel over output numel) are not more than the correction.
+void dof_warn(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& args = op.schema().arguments();
+  const size_t begin = stack->size() - args.size();
+  const at::Tensor self = (*stack)[begin].toTensor();
+  std::optional<std::vector<int64_t>> dims;
+  double correction = 1;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const auto& v = (*stack)[begin + i];
+    if (args[i].name() == "dim" && !v.isNone()) {
+      dims = v.toIntVector();
+    } else if (args[i].name() == "correction" && !v.isNone()) {
+      correction = v.toScalar().toDouble();
+    }
+  }
+  int64_t out_numel = 1;
+  if (dims && !dims->empty()) {
+    std::vector<bool> reduced(self.dim(), false);
+    for (int64_t d : *dims) {
+      reduced[c10::maybe_wrap_dim(d, self.dim())] = true;
+    }
+    for (int64_t d = 0; d < self.dim(); ++d) {
+      out_numel *= reduced[d] ? 1 : self.size(d);
+    }
+  }
+  if (static_cast<double>(self.numel() / std::max<int64_t>(out_numel, 1)) - correction <= 0) {
+    TORCH_WARN(op.schema().name().substr(6), "(): degrees of freedom is <= 0. Correction should be strictly less ",
+               "than the reduction factor (input numel divided by output numel).");
+  }
+  tpu_fallback(op, stack);
+}
+
 at::Tensor& set_storage(at::Tensor& self, c10::Storage source) { return at::native::set_(self, std::move(source)); }
 
 at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) { return at::native::set_tensor_(self, source); }
@@ -522,6 +555,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&search_contiguity_warn>());
   }
   m.impl("arange.start_out", torch::CppFunction::makeFromBoxedFunction<&arange_resize_warn>());
+  for (const char* name : {"var.correction", "std.correction", "var_mean.correction", "std_mean.correction",
+                           "var.correction_out", "std.correction_out", "var_mean.correction_out",
+                           "std_mean.correction_out"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&dof_warn>());
+  }
   m.impl("random_.from", torch::CppFunction::makeFromBoxedFunction<&random_bounds_warn>());
   m.impl("random_.to", torch::CppFunction::makeFromBoxedFunction<&random_bounds_warn>());
   for (const char* name : {"index_fill.int_Scalar", "index_fill.int_Tensor", "index_fill_.int_Scalar",

@@ -103,8 +103,20 @@ func randpermOut(c *Ctx) ([]*hlo.Value, error) {
 		return nil, Errorf("n must be non-negative, got%d", n)
 	}
 	d := c.Meta(len(c.Args) - 1).DType
+	if d == Bool || d.IsComplex() {
+		return nil, notImplemented("randperm", d)
+	}
+	// CPU's limits: floats up to the last integer their mantissa reaches plus one (bfloat16 unchecked), integer
+	// types as n - 1 converts to them.
+	limits := map[DType]struct {
+		n    int64
+		text string
+	}{Float16: {2049, "2049"}, Float32: {1<<24 + 1, "2^24+1"}, Float64: {1<<53 + 1, "2^53+1"}}
+	if l, ok := limits[d]; ok && n > l.n {
+		return nil, Errorf("n cannot be greater than %s for %s type.", l.text, scalarTypeName(d))
+	}
 	if !d.IsFloat() && d != Int64 && n > 0 && n-1 > int64(hlo.Highest(d.Elem())) {
-		return nil, Errorf("n is too large for result tensor type: '%s'", d)
+		return nil, Errorf("value cannot be converted to type %s without overflow", scalarTypeCName(d))
 	}
 	b := c.B
 	if n == 0 {

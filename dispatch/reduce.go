@@ -304,7 +304,7 @@ func argmaxRule(name string, isMax bool) Fn {
 		keep := c.Bool(2, false)
 		if !c.Has(1) {
 			if m.Numel() == 0 {
-				return nil, Errorf("%s(): Expected reduction dim to be specified for input.numel() == 0.", name)
+				return nil, IndexErrorf("%s(): Expected reduction dim to be specified for input.numel() == 0.", name)
 			}
 			flat := c.B.Reshape(c.T(0), m.Numel())
 			_, i := argExtreme(c.B, flat, 0, isMax)

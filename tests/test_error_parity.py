@@ -177,6 +177,10 @@ CASES = {
     "arange with an infinite step": lambda d: torch.arange(0, 5, math.inf, device=d),
     "arange with a step of the wrong sign": lambda d: torch.arange(5, 0, 1, device=d),
     "arange to NaN": lambda d: torch.arange(0, math.nan, device=d),
+    "argmax of an empty tensor with no dim": lambda d: torch.ones(2, 0, 4, device=d).argmax(),
+    "randperm past float16's integers": lambda d: torch.randperm(2**11 + 2, out=torch.empty(0, dtype=torch.half, device=d)),
+    "randperm past int8": lambda d: torch.randperm(129, out=torch.empty(0, dtype=torch.int8, device=d)),
+    "randperm into bools": lambda d: torch.randperm(3, out=torch.empty(0, dtype=torch.bool, device=d)),
     # An unpooling index outside the output plane was dropped by the scatter (the value vanished without an error).
     "max_unpool1d with an index past the output": lambda d: F.max_unpool1d(
         torch.ones(1, 2, 4, device=d), torch.tensor([[[0, 1, 2, 9], [0, 1, 2, 3]]], device=d), 2),

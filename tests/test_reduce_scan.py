@@ -1,4 +1,6 @@
 """Scans, sorts and statistics against CPU torch in the three modes, with no op falling back."""
+import warnings
+
 import pytest
 import torch
 
@@ -222,3 +224,22 @@ def test_searchsorted_and_bucketize_stop_where_cpus_binary_search_stops():
         tpu_args = [a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args]
         tpu_kw = {k: a.to("tpu") if isinstance(a, torch.Tensor) else a for k, a in kw.items()}
         assert torch.equal(f(*tpu_args, **tpu_kw).cpu(), f(*args, **kw)), (f.__name__, args, kw)
+
+
+def test_var_and_std_warn_when_no_degrees_of_freedom_are_left_as_on_cpu():
+    # CPU's var/std kernels warn when the correction is not less than the elements reduced into each result.
+    def counts(device):
+        t = torch.randn(10, 20, device=device)
+        calls = [lambda: torch.std(t, dim=-1, correction=20), lambda: torch.var(t, dim=-1, correction=20),
+                 lambda: torch.var_mean(t, dim=-1, correction=20), lambda: torch.std_mean(t, dim=-1, correction=20),
+                 lambda: torch.ones(1, device=device).std(), lambda: torch.ones(3, 1, device=device).var(1),
+                 lambda: torch.ones(3, 2, device=device).var(1, unbiased=False), lambda: torch.ones(0, device=device).var(),
+                 lambda: t.var(), lambda: torch.ones(0, 3, device=device).var(1), lambda: t.var((0, 1), correction=200)]
+        out = []
+        for f in calls:
+            with warnings.catch_warnings(record=True) as ws:
+                warnings.simplefilter("always")
+                f()
+            out.append([str(w.message).split(" (Triggered internally")[0] for w in ws])
+        return out
+    assert counts("tpu") == counts("cpu")
