@@ -1,6 +1,12 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"torchtpu/hlo"
+)
 
 // combineFn merges an old element with an update inside a scatter body.
 type combineFn func(rb *hlo.Builder, old, new *hlo.Value) *hlo.Value
@@ -166,6 +172,44 @@ func scatterReduceRule(op string, legacy bool) Fn {
 	}
 }
 
+// indexCopyChecks is index_copy_'s meta checks, in CPU's order and words (0-dim self and source count as 1-D).
+func indexCopyChecks(m, im, sm TensorMeta, dim int64) error {
+	r, sr := max(m.Rank(), 1), max(sm.Rank(), 1)
+	n := im.Numel()
+	switch {
+	case im.Rank() >= 2:
+		return IndexErrorf("index_copy_(): Index should have dimension 1 or 0 (got %d)", im.Rank())
+	case sm.Rank() == 0 && n != 1:
+		return IndexErrorf("index_copy_(): When source is scalar, index should have one element (got %d)", n)
+	case sm.Rank() != m.Rank() && sm.Rank() != 0 && m.Rank() != 0:
+		return IndexErrorf("index_copy_(): When source and destination are not scalars, their dimensionality must match. Source dimensionality (%d), destination dimensionality (%d)", sr, r)
+	case im.DType != Int64:
+		return Errorf("index_copy_(): Expected a long tensor for index, but got %s", scalarTypeName(im.DType))
+	case sm.DType != m.DType:
+		return Errorf("index_copy_(): self and source expected to have the same dtype, but got (self) %s and (source) %s", scalarTypeName(m.DType), scalarTypeName(sm.DType))
+	}
+	ds, ss := slices.Clone(m.Sizes), slices.Clone(sm.Sizes)
+	if len(ds) == 0 {
+		ds = []int64{1}
+	}
+	if len(ss) == 0 {
+		ss = []int64{1}
+	}
+	ssize := ss[dim]
+	ds, ss = slices.Delete(ds, int(dim), int(dim)+1), slices.Delete(ss, int(dim), int(dim)+1)
+	if !slices.Equal(ds, ss) {
+		return Errorf("index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: %s at dimension %d and source slice shape: %s at dimension 0.",
+			spaced(ds), dim, spaced(ss))
+	}
+	if sm.Rank() != 0 && n != ssize {
+		return IndexErrorf("index_copy_(): Number of indices (%d) should be equal to source.size(dim) (%d)", n, ssize)
+	}
+	return nil
+}
+
+// spaced prints sizes as c10 prints a std::vector: separated by spaces.
+func spaced(v []int64) string { return strings.Trim(fmt.Sprint(v), "[]") }
+
 // indexArgsError is CPU's error for index v out of [0, size) in dimension dim
 // of a rank-rank self: index_copy_ names it; index_add along the outer or
 // inner dimension of a matrix or more goes through CPU's scatter-add, whose
@@ -182,38 +226,46 @@ func indexArgsError(op string, v, dim, size int64, rank int) error {
 }
 
 // indexArgs checks index_add/index_copy/index_reduce's arguments (self, dim,
-// index, source) and returns the wrapped dim.
+// index, source) in the order and words of CPU's meta functions (index_copy_
+// has checks of its own) and returns the wrapped dim.
 func (c *Ctx) indexArgs(op string) (int64, error) {
 	m, im, sm := c.Meta(0), c.Meta(2), c.Meta(3)
 	dim, err := wrapDim(c.Int(1, 0), m.Rank())
 	if err != nil {
 		return 0, err
 	}
-	if im.DType != Int64 && im.DType != Int32 {
-		return 0, Errorf("%s(): Expected dtype int32/int64 for index", op)
-	}
-	if im.Rank() > 1 {
-		return 0, Errorf("%s(): Index is supposed to be a vector", op)
-	}
-	if sm.DType != m.DType {
-		return 0, Errorf("%s(): self (%s) and source (%s) must have the same scalar type", op, scalarTypeName(m.DType), scalarTypeName(sm.DType))
-	}
-	srank := max(sm.Rank(), 1)
-	if srank != max(m.Rank(), 1) {
-		return 0, Errorf("%s(): Source/destination tensor must have same slice shapes. Destination slice shape: %s at dimension %d and source slice shape: %s at dimension 0.",
-			op, shapeString(m.Sizes), dim, shapeString(sm.Sizes))
-	}
-	ssize := int64(1)
-	if sm.Rank() > 0 {
-		ssize = sm.Sizes[dim]
-	}
-	if ssize != im.Numel() {
-		return 0, Errorf("%s(): Number of indices (%d) should be equal to source.size(dim) (%d)", op, im.Numel(), ssize)
-	}
-	for k := 0; k < m.Rank() && k < sm.Rank(); k++ {
-		if int64(k) != dim && m.Sizes[k] != sm.Sizes[k] {
-			return 0, Errorf("%s(): Source/destination tensor must have same slice shapes. Destination slice shape: %s at dimension %d and source slice shape: %s at dimension 0.",
-				op, shapeString(m.Sizes), dim, shapeString(sm.Sizes))
+	if op == "index_copy" {
+		if err := indexCopyChecks(m, im, sm, dim); err != nil {
+			return 0, err
+		}
+	} else {
+		if im.Rank() > 1 {
+			return 0, IndexErrorf("%s_(): Index is supposed to be a vector, but got dim: %d with type: %s and size: %s",
+				op, im.Rank(), scalarTypeName(im.DType), shapeString(im.Sizes))
+		}
+		if im.DType != Int64 && im.DType != Int32 {
+			return 0, Errorf("%s_(): Expected dtype int32/int64 for index but got: %s", op, scalarTypeName(im.DType))
+		}
+		if sm.DType != m.DType {
+			return 0, Errorf("%s_(): self (%s) and source (%s) must have the same scalar type", op, scalarTypeName(m.DType), scalarTypeName(sm.DType))
+		}
+		if dim != 0 && dim >= int64(sm.Rank()) {
+			return 0, Errorf("%s_(): Indexing dim %d is out of bounds of the source tensor with dim %d", op, dim, sm.Rank())
+		}
+		ssize := int64(1)
+		if sm.Rank() > 0 {
+			ssize = sm.Sizes[dim]
+		}
+		if im.Numel() != ssize {
+			return 0, Errorf("%s_(): Number of indices (%d) should be equal to source.size(dim): (%d), for dim: %d", op, im.Numel(), ssize, dim)
+		}
+		ss, ds := sm.Sizes, m.Sizes
+		if sm.Rank() != 0 && m.Rank() != 0 {
+			ss, ds = slices.Delete(slices.Clone(ss), int(dim), int(dim)+1), slices.Delete(slices.Clone(ds), int(dim), int(dim)+1)
+		}
+		if !slices.Equal(ss, ds) {
+			return 0, Errorf("source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = %s source.shape = %s",
+				shapeString(m.Sizes), shapeString(sm.Sizes))
 		}
 	}
 	size := int64(1)
@@ -285,10 +337,16 @@ func indexReduce(c *Ctx) ([]*hlo.Value, error) {
 
 // indexFill is index_fill.int_Scalar / int_Tensor(self, dim, index, value).
 func indexFill(c *Ctx) ([]*hlo.Value, error) {
-	m := c.Meta(0)
+	m, im := c.Meta(0), c.Meta(2)
+	if im.DType != Int64 {
+		return nil, IndexErrorf("index_fill_(): Expected dtype int64 for index.")
+	}
 	dim, err := wrapDim(c.Int(1, 0), m.Rank())
 	if err != nil {
 		return nil, err
+	}
+	if im.Rank() > 1 {
+		return nil, Errorf("Index has to be a vector/scalar") // a 2-D index was filled as if flattened
 	}
 	size := int64(1)
 	if m.Rank() > 0 {

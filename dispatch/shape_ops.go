@@ -168,7 +168,7 @@ func indexSelect(c *Ctx) ([]*hlo.Value, error) {
 		return nil, Errorf("index_select(): Expected dtype int32 or int64 for index")
 	}
 	if im.Rank() > 1 {
-		return nil, Errorf("index_select(): Index is supposed to be a vector")
+		return nil, IndexErrorf("index_select(): Index is supposed to be a vector")
 	}
 	size := int64(1)
 	if m.Rank() > 0 {
@@ -518,7 +518,11 @@ func maskedFill(c *Ctx) ([]*hlo.Value, error) {
 	if c.IsTensor(2) && c.Meta(2).Rank() != 0 {
 		return nil, Errorf("masked_fill_ only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).", c.Meta(2).Rank())
 	}
-	shape, err := BroadcastShapes(m.Sizes, mm.Sizes)
+	shape, err := BroadcastShapes(mm.Sizes, m.Sizes) // CPU names the mask's size first
+	if err != nil {
+		return nil, err
+	}
+	shape, err = BroadcastShapes(m.Sizes, mm.Sizes)
 	if err != nil {
 		return nil, err
 	}

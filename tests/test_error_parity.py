@@ -181,6 +181,20 @@ CASES = {
     "randperm past float16's integers": lambda d: torch.randperm(2**11 + 2, out=torch.empty(0, dtype=torch.half, device=d)),
     "randperm past int8": lambda d: torch.randperm(129, out=torch.empty(0, dtype=torch.int8, device=d)),
     "randperm into bools": lambda d: torch.randperm(3, out=torch.empty(0, dtype=torch.bool, device=d)),
+    # index_add/index_copy/index_reduce/index_fill argument checks in CPU's order, words and classes.
+    "index_add with a 2-D index": lambda d: torch.zeros(4, device=d).index_add(0, torch.tensor([[0]], device=d), torch.ones(1, device=d)),
+    "index_add with a float index": lambda d: torch.zeros(4, device=d).index_add(0, torch.tensor([0.0], device=d), torch.ones(1, device=d)),
+    "index_add with more indices than source rows": lambda d: torch.zeros(4, 3, device=d).index_add(0, torch.tensor([0, 1], device=d), torch.ones(1, 3, device=d)),
+    "index_add with a source of other slices": lambda d: torch.zeros(4, 3, device=d).index_add(0, torch.tensor([0], device=d), torch.ones(1, 2, device=d)),
+    "index_reduce with a 2-D index": lambda d: torch.zeros(4, device=d).index_reduce(0, torch.tensor([[0]], device=d), torch.ones(1, device=d), "prod"),
+    "index_copy with a 2-D index": lambda d: torch.zeros(4, device=d).index_copy(0, torch.tensor([[0]], device=d), torch.ones(1, device=d)),
+    "index_copy with an int32 index": lambda d: torch.zeros(4, device=d).index_copy(0, torch.tensor([0], dtype=torch.int32, device=d), torch.ones(1, device=d)),
+    "index_copy with a source of other rank": lambda d: torch.zeros(4, 3, device=d).index_copy(0, torch.tensor([0], device=d), torch.ones(3, device=d)),
+    "index_copy of float64 into float32": lambda d: torch.zeros(4, device=d).index_copy(0, torch.tensor([0], device=d), torch.ones(1, dtype=torch.float64, device=d)),
+    "index_fill with a 2-D index": lambda d: torch.zeros(4, device=d).index_fill(0, torch.tensor([[0]], device=d), 1.0),
+    "index_fill with an int32 index": lambda d: torch.zeros(4, device=d).index_fill(0, torch.tensor([0], dtype=torch.int32, device=d), 1.0),
+    "index_select with a 2-D index": lambda d: torch.ones(2, 3, device=d).index_select(0, torch.tensor([[0]], device=d)),
+    "masked_fill with a mask of another size": lambda d: torch.ones(2, 3, 4, device=d).masked_fill(torch.ones(3, dtype=torch.bool, device=d), 0.0),
     # An unpooling index outside the output plane was dropped by the scatter (the value vanished without an error).
     "max_unpool1d with an index past the output": lambda d: F.max_unpool1d(
         torch.ones(1, 2, 4, device=d), torch.tensor([[[0, 1, 2, 9], [0, 1, 2, 3]]], device=d), 2),
