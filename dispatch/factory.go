@@ -42,7 +42,11 @@ func ArangeLength(start, end, step float64) (int64, error) {
 	if (step > 0 && end < start) || (step < 0 && end > start) {
 		return 0, Errorf("upper bound and lower bound inconsistent with step sign")
 	}
-	return int64(math.Ceil((end - start) / step)), nil
+	n := math.Ceil((end - start) / step)
+	if !(n >= 0 && n <= math.MaxInt64) {
+		return 0, Errorf("invalid size, possible overflow?")
+	}
+	return int64(n), nil
 }
 
 // arangeIntLength is ArangeLength for an int64 result whose start, end and step
@@ -59,7 +63,11 @@ func arangeIntLength(start, end, step int64) (int64, error) {
 	if step < 0 {
 		sgn = -1
 	}
-	return (end - start + step - sgn) / step, nil
+	n := (end - start + step - sgn) / step // wraps past int64 as CPU's does, to a negative count
+	if n < 0 {
+		return 0, Errorf("invalid size, possible overflow?")
+	}
+	return n, nil
 }
 
 // integral reports whether a is a Python integer (not a bool), which Scalar.isIntegral(false) accepts.

@@ -88,8 +88,17 @@ func searchsorted(c *Ctx) ([]*hlo.Value, error) {
 	seq := c.T(0)
 	if c.Has(5) && sm.Numel() > 0 {
 		so := c.Meta(5)
-		if so.DType != Int64 || !slices.Equal(so.Sizes, sm.Sizes) {
-			return nil, Errorf("torch.searchsorted(): sorter and boundaries must have the same size and be of dtype int64")
+		if so.DType != Int64 {
+			return nil, Errorf("torch.searchsorted(): sorter must be a tensor of long dtype but got dtype %s", scalarTypeName(so.DType))
+		}
+		if !slices.Equal(so.Sizes, sm.Sizes) {
+			return nil, Errorf("torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor %sand got sorter tensor %s",
+				shapeString(sm.Sizes), shapeString(so.Sizes))
+		}
+		if err := c.checkIndices(5, sm.Sizes[sm.Rank()-1], func(int64) error {
+			return Errorf("torch.searchsorted(): sorter index out of range") // a gather would clamp it
+		}); err != nil {
+			return nil, err
 		}
 		r := int64(sm.Rank())
 		ones := make([]int64, r)
@@ -135,8 +144,8 @@ func bucketize(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::searchsorted.Tensor", searchsorted, "aten::searchsorted.Tensor_out")
-	def("aten::searchsorted.Scalar", searchsorted, "aten::searchsorted.Scalar_out")
+	def("aten::searchsorted.Tensor", searchsorted, "aten::searchsorted.Tensor_out").Needs = hostArgs(5)
+	def("aten::searchsorted.Scalar", searchsorted, "aten::searchsorted.Scalar_out").Needs = hostArgs(5)
 	def("aten::bucketize.Tensor", bucketize, "aten::bucketize.Tensor_out")
 	def("aten::bucketize.Scalar", bucketize, "aten::bucketize.Scalar_out")
 }

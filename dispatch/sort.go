@@ -118,6 +118,9 @@ func kthvalue(c *Ctx) ([]*hlo.Value, error) {
 	if m.Rank() > 0 {
 		n = m.Sizes[dim]
 	}
+	if n == 0 && m.Rank() > 0 {
+		return nil, IndexErrorf("kthvalue(): Expected reduction dim %d to have non-zero size.", dim)
+	}
 	if k < 1 || k > n {
 		return nil, Errorf("kthvalue(): selected number k out of range for dimension %d", dim)
 	}

@@ -195,6 +195,15 @@ CASES = {
     "index_fill with an int32 index": lambda d: torch.zeros(4, device=d).index_fill(0, torch.tensor([0], dtype=torch.int32, device=d), 1.0),
     "index_select with a 2-D index": lambda d: torch.ones(2, 3, device=d).index_select(0, torch.tensor([[0]], device=d)),
     "masked_fill with a mask of another size": lambda d: torch.ones(2, 3, 4, device=d).masked_fill(torch.ones(3, dtype=torch.bool, device=d), 0.0),
+    "arange over all of int64": lambda d: torch.arange(-2**63, 2**63 - 1, device=d),
+    "arange past float32's count": lambda d: torch.arange(1.175494351e-38, 3.402823466e38, device=d),
+    "kthvalue along an empty dim": lambda d: torch.kthvalue(torch.ones(2, 0, 4, device=d), k=1, dim=1),
+    "searchsorted with a sorter of another size": lambda d: torch.searchsorted(
+        torch.rand(9, device=d), torch.rand(9, device=d), sorter=torch.arange(8, device=d)),
+    "searchsorted with an int32 sorter": lambda d: torch.searchsorted(
+        torch.rand(9, device=d), torch.rand(9, device=d), sorter=torch.arange(9, dtype=torch.int32, device=d)),
+    "searchsorted with a sorter index past the boundaries": lambda d: torch.searchsorted(
+        torch.rand(9, device=d), torch.rand(9, device=d), sorter=torch.tensor([0, 1, 2, 3, 4, 5, 6, 7, 9], device=d)),
     # An unpooling index outside the output plane was dropped by the scatter (the value vanished without an error).
     "max_unpool1d with an index past the output": lambda d: F.max_unpool1d(
         torch.ones(1, 2, 4, device=d), torch.tensor([[[0, 1, 2, 9], [0, 1, 2, 3]]], device=d), 2),
