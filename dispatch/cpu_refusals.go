@@ -14,7 +14,9 @@ func notFloat(d DType) bool          { return !d.IsFloat() }
 func notFloatOrComplex(d DType) bool { return !d.IsFloat() && !d.IsComplex() }
 func complexOnly(d DType) bool       { return d.IsComplex() }
 func complexOrBool(d DType) bool     { return d.IsComplex() || d == Bool }
-func notFloat32or64(d DType) bool    { return d != Float32 && d != Float64 }
+
+// halfOrComplex refuses what zeta's kernel lacks after integers and bools were promoted to the default float.
+func halfOrComplex(d DType) bool { return d == Float16 || d == BFloat16 || d.IsComplex() }
 
 // cpuRefusals lists, by op base name, the binary ops whose CPU kernels
 // exist for some result dtypes only: there tpu raises CPU's error, where it
@@ -27,7 +29,7 @@ var cpuRefusals = map[string]cpuRefusal{
 	"nextafter":           {"nextafter_cpu", notFloat, ""},
 	"igamma":              {"igamma_cpu", notFloat, ""},
 	"igammac":             {"igammac_cpu", notFloat, ""},
-	"special_zeta":        {"zeta_cpu", notFloat32or64, ""},
+	"special_zeta":        {"zeta_cpu", halfOrComplex, ""},
 	"xlogy":               {"xlogy_cpu", complexOnly, ""},
 	"special_xlog1py":     {"xlog1py_cpu", complexOnly, ""},
 	"copysign":            {"copysign_cpu", complexOnly, ""},
