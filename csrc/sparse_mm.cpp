@@ -1,7 +1,7 @@
 // Products of sparse COO matrices with dense ones on tpu (torch.sparse.mm, sparse @ dense, addmm with a sparse
 // mat1), with CPU's checks. A product gathers the dense rows each stored value meets and index-adds them into the
-// result's rows: dense tpu ops, differentiable through the dense operand. A product of two sparse matrices runs on
-// the CPU.
+// result's rows: dense tpu ops, differentiable through the dense operand. Products with other sparse operands (two
+// sparse matrices, a sparse self or mat2 in addmm) run on the CPU.
 #include "sparse.h"
 
 #include <ATen/Functions.h>
@@ -45,8 +45,10 @@ at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
 
 at::Tensor addmm_sparse(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
                  const at::Scalar& alpha) {
-  TORCH_CHECK(mat1.is_sparse() && !mat2.is_sparse() && !self.is_sparse(),
-              "addmm: on tpu only a sparse mat1 with a dense mat2 and self is supported");
+  if (!mat1.is_sparse() || mat2.is_sparse() || self.is_sparse()) {
+    // Other sparse operands (a sparse self or mat2) run on the CPU, as sparse @ sparse does.
+    return at::addmm(self.cpu(), mat1.cpu(), mat2.cpu(), beta, alpha).to(mat2.device());
+  }
   const at::Tensor product = sparse_dense_mm(mat1, mat2);
   const at::Tensor base = self.expand({mat1.size(0), mat2.size(1)});
   if (beta.toComplexDouble() == 0.0) {

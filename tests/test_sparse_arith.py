@@ -210,7 +210,8 @@ def _sparse_example(device):
 
 @pytest.mark.parametrize("case", ["sparse.mm", "matmul", "dense @ sparse", "sparse @ sparse", "addmm",
                                   "addmm broadcast", "addmm beta 0", "wrong inner size", "wrong dtype",
-                                  "no stored values", "gradient of the dense operand", "gradient of a GCN layer"])
+                                  "no stored values", "gradient of the dense operand", "gradient of a GCN layer",
+                                  "addmm with a sparse mat2"])
 def test_sparse_dense_products_match_cpu(case):
     """torch.sparse.mm, sparse @ dense, dense @ sparse and addmm with a sparse mat1 ran into 'Could not run
     aten::addmm with arguments from the Sparsetpu backend'; they now gather and index-add on the device."""
@@ -237,6 +238,8 @@ def test_sparse_dense_products_match_cpu(case):
             return torch.sparse.mm(s, torch.ones(4, 2, device=d))
         if case == "wrong dtype":
             return torch.sparse.mm(s, torch.ones(3, 2, dtype=torch.float64, device=d))
+        if case == "addmm with a sparse mat2":  # CPU's own error, from CPU's kernel
+            return torch.addmm(torch.ones(2, 2, device=d), m.to(d)[:2, :], s.t())
         if case == "no stored values":
             empty = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long), torch.zeros(0), (2, 3), device=d)
             return torch.sparse.mm(empty, w.to(d))
