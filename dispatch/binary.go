@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"slices"
-	"strings"
 
 	"torchtpu/hlo"
 )
@@ -157,16 +156,15 @@ func mulOp(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) {
 
 func trueDiv(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Value, error) { return b.Div(x, y), nil }
 
-// intDivision wraps an integer-capable division (floor and truncating
-// division, remainder, fmod) with CPU's ZeroDivisionError for an integer
-// result whose divisor, argument 1, holds a zero: a Python number is checked
-// as it comes, a tensor by its known value range or else by reading it (the
-// rules declare it a host argument; floating divisors are never read).
+// intDivision wraps floor_divide, remainder and fmod (div with a rounding
+// mode checks in divMode) with CPU's ZeroDivisionError for an integer result
+// whose divisor, argument 1, holds a zero: a Python number is checked as it
+// comes, a tensor by its known value range or else by reading it (the rules
+// declare it a host argument; floating divisors are never read).
 // XLA's integer division by zero gives -1 or the dividend instead.
 func intDivision(fn Fn) Fn {
 	return func(c *Ctx) ([]*hlo.Value, error) {
-		trueDiv := strings.Contains(c.Op, "mode") && c.Str(2, "") == ""
-		if d := c.resultType(0, 1); !d.IsFloat() && !d.IsComplex() && d != Bool && !trueDiv {
+		if d := c.resultType(0, 1); !d.IsFloat() && !d.IsComplex() && d != Bool {
 			if err := c.checkNonzeroDivisor(1); err != nil {
 				return nil, err
 			}
@@ -209,6 +207,11 @@ func divMode(c *Ctx) ([]*hlo.Value, error) {
 	d := c.resultType(0, 1)
 	if d.IsComplex() {
 		return nil, notImplemented("div_"+mode+"_cpu", d)
+	}
+	if !d.IsFloat() && d != Bool {
+		if err := c.checkNonzeroDivisor(1); err != nil {
+			return nil, err // rounding division of integers, as intDivision
+		}
 	}
 	if mode == "floor" && c.opmathScalar(d) {
 		return c.inOpmath(d, floorDivideOp)
@@ -364,8 +367,8 @@ func init() {
 	mul.ComplexScalar, mul.Range = 1, mulRange
 	def("aten::div.Tensor", arithOpmath(trueDiv, true))
 	def("aten::div.Scalar", arithOpmath(trueDiv, true), "aten::div.Scalar_out").ComplexScalar = 1
-	def("aten::div.Tensor_mode", intDivision(divMode), "aten::div.out_mode").Needs = hostArgs(1)
-	def("aten::div.Scalar_mode", intDivision(divMode), "aten::div.Scalar_mode_out").Needs = hostArgs(1)
+	def("aten::div.Tensor_mode", divMode, "aten::div.out_mode").Needs = hostArgs(1)
+	def("aten::div.Scalar_mode", divMode, "aten::div.Scalar_mode_out").Needs = hostArgs(1)
 	def("aten::remainder.Tensor", intDivision(arith(remainderOp, false)), "aten::remainder.Tensor_out").Needs = hostArgs(1)
 	def("aten::remainder.Scalar", intDivision(arith(remainderOp, false)), "aten::remainder.Scalar_out").Needs = hostArgs(1)
 	def("aten::remainder.Scalar_Tensor", intDivision(arith(remainderOp, false)), "aten::remainder.Scalar_Tensor_out").Needs = hostArgs(1)

@@ -117,16 +117,16 @@ func clampNumber(c *Ctx, i int, d DType, isMin bool) (*hlo.Value, error) {
 	if d.IsFloat() {
 		return nil, checkScalarFits(a, d)
 	}
-	if d == Int64 || d == UInt64 || d == UInt32 || (a.Kind != ArgScalarInt && a.Kind != ArgInt) {
+	if d == Int64 || d == UInt64 || d == UInt32 || !integral(a) {
 		return nil, nil
 	}
 	lo, hi := int64(hlo.Lowest(d.Elem())), int64(hlo.Highest(d.Elem()))
 	v := a.Int
 	switch {
 	case isMin && v > hi:
-		return nil, Errorf("Clamp min value %.6g is outside the representable range of %s", float64(v), scalarTypeName(d))
+		return nil, Errorf("Clamp min value %s is outside the representable range of %s", cDouble(float64(v)), scalarTypeName(d))
 	case !isMin && v < lo:
-		return nil, Errorf("Clamp max value %.6g is outside the representable range of %s", float64(v), scalarTypeName(d))
+		return nil, Errorf("Clamp max value %s is outside the representable range of %s", cDouble(float64(v)), scalarTypeName(d))
 	}
 	return c.R.IntNumber(max(lo, min(hi, v)), d.Elem()), nil
 }

@@ -13,7 +13,7 @@ import "torchtpu/hlo"
 // float32 and round once.
 func powTensorScalar(c *Ctx) ([]*hlo.Value, error) {
 	d := c.resultType(0, 1)
-	if a := c.Args[1]; (a.Kind == ArgScalarInt || a.Kind == ArgInt) && a.Int < 0 && !c.Meta(0).DType.IsFloat() && !c.Meta(0).DType.IsComplex() {
+	if a := c.Args[1]; integral(a) && a.Int < 0 && !c.Meta(0).DType.IsFloat() && !c.Meta(0).DType.IsComplex() {
 		return nil, Errorf("Integers to negative integer powers are not allowed.")
 	}
 	if d == Float16 || d == BFloat16 {

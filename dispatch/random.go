@@ -98,10 +98,10 @@ func uniformRule(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	if from > to {
-		return nil, Errorf("uniform_ expects to return a [from, to) range, but found from=%.6g > to=%.6g", from, to)
+		return nil, Errorf("uniform_ expects to return a [from, to) range, but found from=%s > to=%s", cDouble(from), cDouble(to))
 	}
 	if to-from > maxFinite(d.Elem()) {
-		return nil, Errorf("uniform_ expects to-from <= std::numeric_limits<%s>::max(), but found to=%.6g and from=%.6g which result in to-from to exceed the limit", scalarTypeName(d), to, from)
+		return nil, Errorf("uniform_ expects to-from <= std::numeric_limits<%s>::max(), but found to=%s and from=%s which result in to-from to exceed the limit", scalarTypeName(d), cDouble(to), cDouble(from))
 	}
 	b := c.B
 	u := c.uniform01(3, shape, d)

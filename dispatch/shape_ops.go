@@ -522,10 +522,6 @@ func maskedFill(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	shape, err = BroadcastShapes(m.Sizes, mm.Sizes)
-	if err != nil {
-		return nil, err
-	}
 	if err := checkScalarFits(c.Args[2], m.DType); err != nil {
 		return nil, err
 	}
