@@ -169,16 +169,16 @@ func init() {
 	for _, op := range []struct{ name, dir string }{
 		{"eq", hlo.EQ}, {"ne", hlo.NE}, {"lt", hlo.LT}, {"le", hlo.LE}, {"gt", hlo.GT}, {"ge", hlo.GE},
 	} {
-		def("aten::"+op.name+".Tensor", compareRule(op.dir), "aten::"+op.name+".Tensor_out")
-		def("aten::"+op.name+".Scalar", compareRule(op.dir), "aten::"+op.name+".Scalar_out")
+		def("aten::"+op.name+".Tensor", compareRule(op.dir), "aten::"+op.name+".Tensor_out").Range = compareRange(op.dir)
+		def("aten::"+op.name+".Scalar", compareRule(op.dir), "aten::"+op.name+".Scalar_out").Range = compareRange(op.dir)
 	}
-	def("aten::logical_and", logicalRule((*hlo.Builder).And))
-	def("aten::logical_or", logicalRule((*hlo.Builder).Or))
+	def("aten::logical_and", logicalRule((*hlo.Builder).And)).Range = logicalRange(true)
+	def("aten::logical_or", logicalRule((*hlo.Builder).Or)).Range = logicalRange(false)
 	def("aten::logical_xor", logicalRule((*hlo.Builder).Xor))
-	def("aten::where.self", whereRule, "aten::where.self_out")
-	def("aten::where.ScalarOther", whereRule, "")
-	def("aten::where.ScalarSelf", whereRule, "")
-	def("aten::where.Scalar", whereRule, "")
+	def("aten::where.self", whereRule, "aten::where.self_out").Range = selectRange(0, 1, 2)
+	def("aten::where.ScalarOther", whereRule, "").Range = selectRange(0, 1, 2)
+	def("aten::where.ScalarSelf", whereRule, "").Range = selectRange(0, 1, 2)
+	def("aten::where.Scalar", whereRule, "").Range = selectRange(0, 1, 2)
 	def("aten::clamp", clampRule(1, 2))
 	def("aten::clamp.Tensor", clampRule(1, 2), "aten::clamp.Tensor_out")
 	def("aten::clamp_min", clampRule(1, -1))

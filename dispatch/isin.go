@@ -32,7 +32,7 @@ func isinRule(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::isin.Tensor_Tensor", isinRule, "aten::isin.Tensor_Tensor_out")
-	def("aten::isin.Tensor_Scalar", isinRule, "aten::isin.Tensor_Scalar_out")
-	def("aten::isin.Scalar_Tensor", isinRule, "aten::isin.Scalar_Tensor_out")
+	def("aten::isin.Tensor_Tensor", isinRule, "aten::isin.Tensor_Tensor_out").Range = isinRange
+	def("aten::isin.Tensor_Scalar", isinRule, "aten::isin.Tensor_Scalar_out").Range = isinRange
+	def("aten::isin.Scalar_Tensor", isinRule, "aten::isin.Scalar_Tensor_out").Range = isinRange
 }

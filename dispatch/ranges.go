@@ -19,7 +19,7 @@ import (
 type RangeFn func(c *Ctx) (lo, hi int64, ok bool)
 
 // Lower runs rule r on c and, where r has a Range that knows a bound on
-// result 0 within its dtype, records it.
+// result 0 within its dtype (int32, int64 or bool), records it.
 func (r *Rule) Lower(c *Ctx) ([]*hlo.Value, error) {
 	results, err := r.Fn(c)
 	if err != nil || r.Range == nil || len(results) == 0 {
@@ -31,6 +31,8 @@ func (r *Rule) Lower(c *Ctx) ([]*hlo.Value, error) {
 		min, max = math.MinInt64, math.MaxInt64
 	case hlo.S32:
 		min, max = math.MinInt32, math.MaxInt32
+	case hlo.Pred:
+		min, max = 0, 1
 	default:
 		return results, nil
 	}
@@ -42,7 +44,8 @@ func (r *Rule) Lower(c *Ctx) ([]*hlo.Value, error) {
 
 // argRange returns bounds on every value of argument i known without a device
 // read: a Python integer or bool, a tensor of a narrow integer dtype (by its
-// dtype), or an int32/int64 tensor whose bounds the engine knows.
+// dtype), or a bool, int32 or int64 tensor whose bounds the engine knows (a
+// bool tensor is within [0, 1] regardless).
 func (c *Ctx) argRange(i int) (lo, hi int64, ok bool) {
 	if !c.Has(i) {
 		return 0, 0, false
@@ -55,8 +58,14 @@ func (c *Ctx) argRange(i int) (lo, hi int64, ok bool) {
 	default:
 		return 0, 0, false
 	}
+	rr, isRR := c.R.(rangeReader)
 	switch d := c.Meta(i).DType; d {
 	case Bool:
+		if isRR {
+			if lo, hi, ok := rr.IntRange(a.Handles[0]); ok {
+				return lo, hi, true
+			}
+		}
 		return 0, 1, true
 	case UInt16:
 		return 0, math.MaxUint16, true
@@ -64,7 +73,6 @@ func (c *Ctx) argRange(i int) (lo, hi int64, ok bool) {
 		lo, hi, _ := scalarLimits(d) // the dtype's own bounds
 		return int64(lo), int64(hi), true
 	case Int32, Int64:
-		rr, isRR := c.R.(rangeReader)
 		if !isRR {
 			return 0, 0, false
 		}

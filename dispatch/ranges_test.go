@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/big"
 	"testing"
+
+	"torchtpu/hlo"
 )
 
 // TestIntOverflowChecks compares addInt and mulInt with exact big-integer
@@ -57,6 +59,97 @@ func TestRangeRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		c := &Ctx{Op: tc.name, Args: tc.args}
+		lo, hi, ok := tc.fn(c)
+		if ok != tc.ok || (ok && (lo != tc.lo || hi != tc.hi)) {
+			t.Errorf("%s: got [%d, %d] %v, want [%d, %d] %v", tc.name, lo, hi, ok, tc.lo, tc.hi, tc.ok)
+		}
+	}
+}
+
+// knownRanges is a Reader that knows the value ranges of the tensors whose
+// handles it maps (the engine's uploads and earlier results).
+type knownRanges struct {
+	Reader
+	r map[any][2]int64
+}
+
+func (k knownRanges) IntRange(h any) (lo, hi int64, ok bool) {
+	r, ok := k.r[h]
+	return r[0], r[1], ok
+}
+
+// TestTruthRangeRules checks the bounds of comparisons, isin, all/any, the
+// logical ops and the selections on hand-derived cases: [v, v] only where
+// every element's result is decided by its arguments' bounds.
+func TestTruthRangeRules(t *testing.T) {
+	scalar := func(v int64) Arg { return Arg{Kind: ArgScalarInt, Int: v, Double: float64(v)} }
+	flag := func(v int64) Arg { return Arg{Kind: ArgBool, Int: v} }
+	ranges := map[any][2]int64{}
+	n := 0
+	tensor := func(d DType, r []int64, sizes ...int64) Arg {
+		n++
+		if r != nil {
+			ranges[n] = [2]int64{r[0], r[1]}
+		}
+		return Arg{Kind: ArgTensor, Tensors: []TensorMeta{{Sizes: sizes, DType: d, Defined: true}}, Handles: []any{n}}
+	}
+	ids := func(lo, hi int64) Arg { return tensor(Int64, []int64{lo, hi}, 4) }
+	mask := func(lo, hi int64) Arg { return tensor(Bool, []int64{lo, hi}, 4) }
+	cases := []struct {
+		name   string
+		fn     RangeFn
+		args   []Arg
+		lo, hi int64
+		ok     bool
+	}{
+		{"[5,5] == 5", compareRange(hlo.EQ), []Arg{ids(5, 5), scalar(5)}, 1, 1, true},
+		{"[5,5] == 6", compareRange(hlo.EQ), []Arg{ids(5, 5), scalar(6)}, 0, 0, true},
+		{"[0,10] == 5", compareRange(hlo.EQ), []Arg{ids(0, 10), scalar(5)}, 0, 1, true},
+		{"[0,10] != 11", compareRange(hlo.NE), []Arg{ids(0, 10), scalar(11)}, 1, 1, true},
+		{"[0,924] < 0", compareRange(hlo.LT), []Arg{ids(0, 924), scalar(0)}, 0, 0, true},
+		{"[-3,-1] < 0", compareRange(hlo.LT), []Arg{ids(-3, -1), scalar(0)}, 1, 1, true},
+		{"[-3,0] < 0", compareRange(hlo.LT), []Arg{ids(-3, 0), scalar(0)}, 0, 1, true},
+		{"[0,5] <= 5", compareRange(hlo.LE), []Arg{ids(0, 5), scalar(5)}, 1, 1, true},
+		{"[0,5] > 5", compareRange(hlo.GT), []Arg{ids(0, 5), scalar(5)}, 0, 0, true},
+		{"[0,5] >= 0", compareRange(hlo.GE), []Arg{ids(0, 5), scalar(0)}, 1, 1, true},
+		{"[0,5] >= 1", compareRange(hlo.GE), []Arg{ids(0, 5), scalar(1)}, 0, 1, true},
+		{"[2,4] < [5,9]", compareRange(hlo.LT), []Arg{ids(2, 4), ids(5, 9)}, 1, 1, true},
+		{"[2,5] > [5,9]", compareRange(hlo.GT), []Arg{ids(2, 5), ids(5, 9)}, 0, 0, true},
+		{"mask [1,1] == 1", compareRange(hlo.EQ), []Arg{mask(1, 1), scalar(1)}, 1, 1, true},
+		{"unknown mask == 1", compareRange(hlo.EQ), []Arg{tensor(Bool, nil, 4), scalar(1)}, 0, 1, true},
+		{"float < 0", compareRange(hlo.LT), []Arg{tensor(Float32, nil, 4), scalar(0)}, 0, 0, false},
+		{"unknown int64 < 0", compareRange(hlo.LT), []Arg{tensor(Int64, nil, 4), scalar(0)}, 0, 0, false},
+		{"int32 == 2**40 (converted)", compareRange(hlo.EQ), []Arg{tensor(Int32, []int64{0, 9}, 4), scalar(1 << 40)}, 0, 0, false},
+		{"uint8 < -1 (converted)", compareRange(hlo.LT), []Arg{tensor(Uint8, nil, 4), scalar(-1)}, 0, 0, false},
+		{"isin [7,7] in [7,7]", isinRange, []Arg{ids(7, 7), ids(7, 7)}, 1, 1, true},
+		{"isin [7,7] in [7,7], invert", isinRange, []Arg{ids(7, 7), ids(7, 7), flag(0), flag(1)}, 0, 0, true},
+		{"isin [0,5] in [6,9]", isinRange, []Arg{ids(0, 5), ids(6, 9)}, 0, 0, true},
+		{"isin [0,5] in [5,9]", isinRange, []Arg{ids(0, 5), ids(5, 9)}, 0, 1, true},
+		{"isin in nothing, invert", isinRange, []Arg{ids(0, 5), tensor(Int64, nil, 0), flag(0), flag(1)}, 1, 1, true},
+		{"any of [0,0]", allAnyRange(false), []Arg{ids(0, 0)}, 0, 0, true},
+		{"any of [1,3]", allAnyRange(false), []Arg{ids(1, 3)}, 1, 1, true},
+		{"all of [-2,3]", allAnyRange(true), []Arg{ids(-2, 3)}, 0, 1, true},
+		{"all of [-2,-1]", allAnyRange(true), []Arg{ids(-2, -1)}, 1, 1, true},
+		{"all of nothing", allAnyRange(true), []Arg{tensor(Int64, nil, 3, 0)}, 1, 1, true},
+		{"any of nothing", allAnyRange(false), []Arg{tensor(Float32, nil, 0)}, 0, 0, true},
+		{"any of floats", allAnyRange(false), []Arg{tensor(Float32, nil, 2)}, 0, 0, false},
+		{"logical_not [0,0]", logicalNotRange, []Arg{ids(0, 0)}, 1, 1, true},
+		{"logical_not [2,5]", logicalNotRange, []Arg{ids(2, 5)}, 0, 0, true},
+		{"bitwise_not mask [1,1]", bitwiseNotRange, []Arg{mask(1, 1)}, 0, 0, true},
+		{"bitwise_not [2,5]", bitwiseNotRange, []Arg{ids(2, 5)}, -6, -3, true},
+		{"bitwise_not uint8", bitwiseNotRange, []Arg{tensor(Uint8, nil, 4)}, 0, 0, false},
+		{"[1,1] and [0,1]", logicalRange(true), []Arg{mask(1, 1), mask(0, 1)}, 0, 1, true},
+		{"[1,1] or [0,1]", logicalRange(false), []Arg{mask(1, 1), tensor(Bool, nil, 4)}, 1, 1, true},
+		{"[0,0] and [-4,9]", logicalRange(true), []Arg{mask(0, 0), ids(-4, 9)}, 0, 0, true},
+		{"masked_fill([-1,15], no mask, 0)", selectRange(1, 2, 0), []Arg{ids(-1, 15), mask(0, 0), scalar(0)}, -1, 15, true},
+		{"masked_fill([-1,15], all, 0)", selectRange(1, 2, 0), []Arg{ids(-1, 15), mask(1, 1), scalar(0)}, 0, 0, true},
+		{"masked_fill([-1,15], some, 0)", selectRange(1, 2, 0), []Arg{ids(-1, 15), mask(0, 1), scalar(0)}, -1, 15, true},
+		{"masked_fill(float, some, 0)", selectRange(1, 2, 0), []Arg{tensor(Float32, nil, 4), mask(0, 1), scalar(0)}, 0, 0, false},
+		{"where([0,1], [3,4], 9)", selectRange(0, 1, 2), []Arg{mask(0, 1), ids(3, 4), scalar(9)}, 3, 9, true},
+		{"where([1,1], [3,4], float)", selectRange(0, 1, 2), []Arg{mask(1, 1), ids(3, 4), tensor(Float32, nil, 4)}, 3, 4, true},
+	}
+	for _, tc := range cases {
+		c := &Ctx{Op: tc.name, Args: tc.args, R: knownRanges{r: ranges}}
 		lo, hi, ok := tc.fn(c)
 		if ok != tc.ok || (ok && (lo != tc.lo || hi != tc.hi)) {
 			t.Errorf("%s: got [%d, %d] %v, want [%d, %d] %v", tc.name, lo, hi, ok, tc.lo, tc.hi, tc.ok)

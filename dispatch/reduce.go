@@ -473,12 +473,12 @@ func init() {
 	def("aten::min.other", arith(minOp, false), "aten::min.out")
 	def("aten::argmax", argmaxRule("argmax", true)).Range = argExtremeRange
 	def("aten::argmin", argmaxRule("argmin", false)).Range = argExtremeRange
-	def("aten::all", allAnyRule(true, 0), "aten::all.all_out")
-	def("aten::all.dim", allAnyRule(true, 1), "aten::all.out")
-	def("aten::all.dims", allAnyRule(true, 2), "aten::all.dims_out")
-	def("aten::any", allAnyRule(false, 0), "aten::any.all_out")
-	def("aten::any.dim", allAnyRule(false, 1), "aten::any.out")
-	def("aten::any.dims", allAnyRule(false, 2), "aten::any.dims_out")
+	def("aten::all", allAnyRule(true, 0), "aten::all.all_out").Range = allAnyRange(true)
+	def("aten::all.dim", allAnyRule(true, 1), "aten::all.out").Range = allAnyRange(true)
+	def("aten::all.dims", allAnyRule(true, 2), "aten::all.dims_out").Range = allAnyRange(true)
+	def("aten::any", allAnyRule(false, 0), "aten::any.all_out").Range = allAnyRange(false)
+	def("aten::any.dim", allAnyRule(false, 1), "aten::any.out").Range = allAnyRange(false)
+	def("aten::any.dims", allAnyRule(false, 2), "aten::any.dims_out").Range = allAnyRange(false)
 	def("aten::var.dim", varRule(false, 1, 2, -1, 3), "aten::var.out")
 	def("aten::var", varRule(false, -1, 1, -1, -1), "")
 	def("aten::var.correction", varRule(false, 1, -1, 2, 3), "aten::var.correction_out")

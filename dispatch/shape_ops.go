@@ -576,7 +576,8 @@ func init() {
 	def("aten::tril", triRule("tril", true))
 	def("aten::triu", triRule("triu", false))
 	def("aten::constant_pad_nd", constantPadND)
-	def("aten::masked_fill.Scalar", maskedFill, "aten::masked_fill.Scalar_out").ComplexScalar = 2
-	def("aten::masked_fill.Tensor", maskedFill, "aten::masked_fill.Tensor_out")
+	mf := def("aten::masked_fill.Scalar", maskedFill, "aten::masked_fill.Scalar_out")
+	mf.ComplexScalar, mf.Range = 2, selectRange(1, 2, 0)
+	def("aten::masked_fill.Tensor", maskedFill, "aten::masked_fill.Tensor_out").Range = selectRange(1, 2, 0)
 	def("aten::channel_shuffle", channelShuffle, "aten::channel_shuffle.out")
 }

@@ -464,8 +464,8 @@ func init() {
 	for _, u := range floats {
 		def("aten::"+u.name, unaryOp(floatDType, u.name, false, u.f))
 	}
-	def("aten::logical_not", logicalNot)
-	def("aten::bitwise_not", bitwiseNot)
+	def("aten::logical_not", logicalNot).Range = logicalNotRange
+	def("aten::bitwise_not", bitwiseNot).Range = bitwiseNotRange
 	def("aten::isnan", isnanRule)
 	def("aten::isinf", isinfRule)
 	def("aten::isposinf", infRule(false))

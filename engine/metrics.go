@@ -44,6 +44,7 @@ type Metrics struct {
 	D2HBytes           int64            `json:"device_to_host_bytes"`
 	H2DTransfers       int64            `json:"host_to_device_transfers"`
 	D2HTransfers       int64            `json:"device_to_host_transfers"`
+	PointReads         int64            `json:"known_value_reads"` // host reads answered from a value range of one value, no sync (intrange.go)
 	Fallbacks          map[string]int64 `json:"cpu_fallbacks"`
 	PeakBytes          int64            `json:"peak_memory_allocated"`
 	LiveStorages       int64            `json:"live_storages"`

@@ -46,7 +46,7 @@ def test_format_report_from_known_counts():
         "op_seconds": 0.125, "step_replays": 40, "step_replay_ops": 1200, "step_replay_reruns": 80, "step_replay_fallbacks": 1,
         "donated_buffers": 30, "flushes_by_reason": {"step mark": 10, "to-host read": 2},
         "host_to_device_transfers": 4, "host_to_device_bytes": 3 * 1024 * 1024, "device_to_host_transfers": 10,
-        "device_to_host_bytes": 40, "cpu_fallbacks": {"aten::foo": 2}, "memory_allocated": 2048, "live_storages": 5,
+        "device_to_host_bytes": 40, "known_value_reads": 3, "cpu_fallbacks": {"aten::foo": 2}, "memory_allocated": 2048, "live_storages": 5,
         "peak_memory_allocated": 4096,
     }
     lines = format_report(m).splitlines()
@@ -63,6 +63,7 @@ def test_format_report_from_known_counts():
     assert "  flushes by reason      step mark: 10, to-host read: 2" in lines
     assert "  host to device         4 copies, 3.0 MiB" in lines
     assert "  device to host         10 copies, 40 B" in lines
+    assert "  known values read      3 (no copy: every value known on the host)" in lines
     assert "  aten::foo                      2" in lines
     assert "  peak allocated         4.0 KiB" in lines
 

@@ -61,6 +61,7 @@ def format_report(m):
     add("Transfers:")
     add(f"  host to device         {m['host_to_device_transfers']} copies, {_bytes(m['host_to_device_bytes'])}")
     add(f"  device to host         {m['device_to_host_transfers']} copies, {_bytes(m['device_to_host_bytes'])}")
+    add(f"  known values read      {m['known_value_reads']} (no copy: every value known on the host)")
     add("CPU fallbacks:")
     if m["cpu_fallbacks"]:
         for op, n in _by_count(m["cpu_fallbacks"]):

@@ -4,6 +4,8 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
+import compile_util
+
 from .generation import check_sampling, compare_decoding_programs, compare_generation
 from .harness import MODES, Case, compare_training
 
@@ -50,6 +52,39 @@ def test_gpt2_bf16_autocast_trains_like_cpu(mode):
 def test_gpt2_short_greedy_generation_with_a_static_cache_matches_cpu(mode):
     # The fast tier's one generate per mode: a static cache, so every mode also runs the compiled decoding step.
     compare_generation(build, (batch(7)[0][:, :4],), mode, max_new_tokens=4, cache="static", pad_token_id=0)
+
+
+COLD_GENERATE = """
+from transformers import GPT2Config, GPT2LMHeadModel
+VOCAB = {vocab}
+torch.manual_seed(0)
+model = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=64, n_layer=2, n_head=4, resid_pdrop=0.0,
+                                   embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=VOCAB - 1, eos_token_id=VOCAB - 1)).eval()
+kw = dict(max_new_tokens=16, min_new_tokens=16, do_sample=False, pad_token_id=0)
+if {static}:
+    kw["cache_implementation"] = "static"
+prompt = torch.randint(1, VOCAB - 1, (1, 16), generator=torch.Generator().manual_seed(5))
+with torch.no_grad():
+    want = model.generate(prompt, **kw, **({{"disable_compile": True}} if {static} else {{}}))
+torch.tpu.set_mode("fused")
+model = model.to("tpu")
+torch.tpu.reset_metrics()
+with torch.no_grad():
+    got = model.generate(prompt.to("tpu"), **kw).cpu()
+report(equal=torch.equal(got, want), compiled=counters()["graphs_compiled"])
+"""
+
+
+# The programs a cold process compiles for one greedy generate() in fused mode: the prefill, the decoding step
+# (the static cache's is compiled by generate() itself) and the graphs around it, once for the step that first
+# grows the ids and once for the padded steps after it. generate()'s argument checks (`(eos < 0).any()`, its
+# attention mask of ones, the position ids made from it) are decided by value ranges and compile nothing.
+@pytest.mark.parametrize("cache,bound", [(None, 7), ("static", 6)])
+def test_gpt2_cold_generate_compiles_a_fixed_number_of_programs(cache, bound):
+    res, _ = compile_util.run(COLD_GENERATE.format(static=cache == "static", vocab=VOCAB), timeout=300,
+                              env={"TORCHTPU_CACHE_DIR": "", "HF_HUB_OFFLINE": "1"})
+    assert res["equal"], "tokens differ from CPU's"
+    assert 0 < res["compiled"] <= bound, f"{res['compiled']} programs compiled by a cold generate() (bound {bound})"
 
 
 @pytest.mark.zoo_full
