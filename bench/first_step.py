@@ -1,7 +1,8 @@
-"""first_step: the cold and warm-cache first training step of the GPT example or ResNet-18.
+"""first_step: the cold and warm-cache first training step of the GPT example, ResNet-18 or MobileNetV3-small.
 
 Runs examples/train_gpt.py's training loop (--model gpt) or a torchvision
-ResNet-18 SGD loop on 4x3x64x64 batches (--model resnet18) in fresh
+ResNet-18 or MobileNetV3-small SGD loop on 4x3x64x64 batches (--model resnet18,
+--model mobilenet_v3_small) in fresh
 processes, each with the same new TORCHTPU_CACHE_DIR: the first process
 compiles every program (cold), the later ones load them from the directory
 (warm). Prints the first step's wall time, the programs compiled and loaded
@@ -10,8 +11,8 @@ over --rounds process pairs.
 
 --variants compares environments in one run, the variants taking turns each
 round (in reverse order every other round), e.g. --variants "fast:;off:TORCHTPU_FAST_COMPILE=0" (label:NAME=VALUE
-pairs separated by spaces; the name mode sets that variant's mode, e.g. "fused:mode=fused"); --cold-only skips
-the warm processes.
+pairs separated by spaces; the name mode sets that variant's mode, e.g. "fused:mode=fused", and "cpu:mode=cpu" runs
+the torchvision models in CPU eager for reference); --cold-only skips the warm processes.
 
     python bench/first_step.py --mode fused --rounds 3
     python bench/first_step.py --model resnet18 --mode strict --cold-only --variants "fast:;off:TORCHTPU_FAST_COMPILE=0"
@@ -42,16 +43,19 @@ print(json.dumps({"first_step_s": timer.times[0], "second_step_s": timer.times[1
                   "waits": m.get("compile_waits", 0)}))
 """
 
-RESNET_CHILD = r"""
+VISION_CHILD = r"""
 import json, sys, time
 import torch, torch.nn.functional as F, torchvision
-torch.tpu.set_mode(sys.argv[2])
+dev = "cpu" if sys.argv[2] == "cpu" else "tpu"
+if dev == "tpu":
+    torch.tpu.set_mode(sys.argv[2])
 torch.manual_seed(0)
-model = torchvision.models.resnet18(num_classes=10).to("tpu")
+model = getattr(torchvision.models, sys.argv[4])(num_classes=10).to(dev)
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 g = torch.Generator().manual_seed(0)
-x, y = torch.randn(4, 3, 64, 64, generator=g).to("tpu"), torch.randint(0, 10, (4,), generator=g).to("tpu")
-torch.tpu.reset_metrics()
+x, y = torch.randn(4, 3, 64, 64, generator=g).to(dev), torch.randint(0, 10, (4,), generator=g).to(dev)
+if dev == "tpu":
+    torch.tpu.reset_metrics()
 times, losses = [], []
 for _ in range(int(sys.argv[3])):
     t0 = time.perf_counter()
@@ -61,7 +65,7 @@ for _ in range(int(sys.argv[3])):
     opt.step()
     losses.append(loss.item())
     times.append(time.perf_counter() - t0)
-m = torch.tpu.metrics()
+m = torch.tpu.metrics() if dev == "tpu" else {"graphs_compiled": 0, "disk_cache_hits": 0, "compile_seconds": 0.0}
 steady = sorted(times[3:] or times)[len(times[3:] or times) // 2]
 print(json.dumps({"first_step_s": times[0], "second_step_s": times[1], "steady_ms": steady * 1e3,
                   "compiled": m["graphs_compiled"], "disk_hits": m["disk_cache_hits"], "compile_s": m["compile_seconds"],
@@ -74,8 +78,8 @@ def run(root, cache, mode, steps, model="gpt", extra=None):
     extra = dict(extra or {})
     mode = extra.pop("mode", mode)  # a variant may name its own mode ("fused:mode=fused")
     env = dict(os.environ, TORCHTPU_CACHE_DIR=cache, **extra)
-    child = CHILD if model == "gpt" else RESNET_CHILD
-    out = subprocess.run([sys.executable, "-c", child, root, mode, str(steps)], env=env, check=True,
+    child = CHILD if model == "gpt" else VISION_CHILD
+    out = subprocess.run([sys.executable, "-c", child, root, mode, str(steps), model], env=env, check=True,
                          capture_output=True, text=True, timeout=900)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -122,7 +126,7 @@ def main():
     ap.add_argument("--mode", default="fused")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--model", default="gpt", choices=["gpt", "resnet18"])
+    ap.add_argument("--model", default="gpt", choices=["gpt", "resnet18", "mobilenet_v3_small"])
     ap.add_argument("--variants", help="environments to compare, e.g. \"fast:;off:TORCHTPU_FAST_COMPILE=0\"")
     ap.add_argument("--cold-only", action="store_true")
     args = ap.parse_args()

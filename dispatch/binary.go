@@ -384,7 +384,7 @@ func init() {
 	def("aten::maximum", arith(maxOp, false))
 	def("aten::minimum", arith(minOp, false))
 	def("aten::atan2", arith(atan2Op, true))
-	def("aten::bitwise_and.Tensor", arith(bitwise((*hlo.Builder).And, "bitwise_and"), false), "aten::bitwise_and.Tensor_out")
-	def("aten::bitwise_or.Tensor", arith(bitwise((*hlo.Builder).Or, "bitwise_or"), false), "aten::bitwise_or.Tensor_out")
-	def("aten::bitwise_xor.Tensor", arith(bitwise((*hlo.Builder).Xor, "bitwise_xor"), false), "aten::bitwise_xor.Tensor_out")
+	def("aten::bitwise_and.Tensor", arith(bitwise((*hlo.Builder).And, "bitwise_and"), false), "aten::bitwise_and.Tensor_out").Range = bitwiseRange("and")
+	def("aten::bitwise_or.Tensor", arith(bitwise((*hlo.Builder).Or, "bitwise_or"), false), "aten::bitwise_or.Tensor_out").Range = bitwiseRange("or")
+	def("aten::bitwise_xor.Tensor", arith(bitwise((*hlo.Builder).Xor, "bitwise_xor"), false), "aten::bitwise_xor.Tensor_out").Range = bitwiseRange("xor")
 }

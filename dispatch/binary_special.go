@@ -225,5 +225,5 @@ func init() {
 	// floor_divide's in-place overloads are floor_divide_.Tensor and .Scalar; def derives floor_divide_ alone.
 	alias("aten::floor_divide_.Tensor", fd, Inplace)
 	alias("aten::floor_divide_.Scalar", fds, Inplace)
-	def("aten::rsub.Tensor", rsubRule, "aten::rsub.Tensor_out")
+	def("aten::rsub.Tensor", rsubRule, "aten::rsub.Tensor_out").Range = swapped(addRange(true))
 }

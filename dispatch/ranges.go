@@ -58,11 +58,18 @@ func (c *Ctx) argRange(i int) (lo, hi int64, ok bool) {
 	default:
 		return 0, 0, false
 	}
+	return c.tensorRange(c.Meta(i), a.Handles[0])
+}
+
+// tensorRange returns bounds on every value of the tensor with metadata m and
+// handle h: by its dtype for narrow integers, as the engine knows them for
+// bool, int32 and int64 (any bool is within [0, 1]).
+func (c *Ctx) tensorRange(m TensorMeta, h any) (lo, hi int64, ok bool) {
 	rr, isRR := c.R.(rangeReader)
-	switch d := c.Meta(i).DType; d {
+	switch d := m.DType; d {
 	case Bool:
 		if isRR {
-			if lo, hi, ok := rr.IntRange(a.Handles[0]); ok {
+			if lo, hi, ok := rr.IntRange(h); ok {
 				return lo, hi, true
 			}
 		}
@@ -76,9 +83,27 @@ func (c *Ctx) argRange(i int) (lo, hi int64, ok bool) {
 		if !isRR {
 			return 0, 0, false
 		}
-		return rr.IntRange(a.Handles[0])
+		return rr.IntRange(h)
 	}
 	return 0, 0, false
+}
+
+// catRange bounds cat: the union of its inputs' bounds (inputs without
+// elements add none).
+func catRange(c *Ctx) (int64, int64, bool) {
+	a := c.Args[0]
+	lo, hi, some := int64(math.MaxInt64), int64(math.MinInt64), false
+	for k, m := range a.Tensors {
+		if m.Numel() == 0 {
+			continue
+		}
+		l, h, ok := c.tensorRange(m, a.Handles[k])
+		if !ok {
+			return 0, 0, false
+		}
+		lo, hi, some = min(lo, l), max(hi, h), true
+	}
+	return lo, hi, some
 }
 
 // addRange bounds add and sub: self + alpha*other (self - alpha*other).
@@ -103,6 +128,19 @@ func addRange(sub bool) RangeFn {
 		lo, ok1 := addInt(alo, blo)
 		hi, ok2 := addInt(ahi, bhi)
 		return lo, hi, ok1 && ok2
+	}
+}
+
+// swapped bounds an op by f applied to its first two arguments in the other
+// order (rsub(self, other) is sub(other, self)).
+func swapped(f RangeFn) RangeFn {
+	return func(c *Ctx) (int64, int64, bool) {
+		if !c.Has(0) || !c.Has(1) {
+			return 0, 0, false
+		}
+		sw := *c
+		sw.Args = append([]Arg{c.Args[1], c.Args[0]}, c.Args[2:]...)
+		return f(&sw)
 	}
 }
 

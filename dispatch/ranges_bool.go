@@ -1,6 +1,10 @@
 package dispatch
 
-import "torchtpu/hlo"
+import (
+	"math/bits"
+
+	"torchtpu/hlo"
+)
 
 // Ranges of comparisons and truth values. A comparison, isin, any/all or a
 // logical op gives each element 0 or 1; when its arguments' bounds decide it
@@ -182,5 +186,30 @@ func selectRange(cond, a, b int) RangeFn {
 			return blo, bhi, okb
 		}
 		return min(alo, blo), max(ahi, bhi), oka && okb
+	}
+}
+
+// bitwiseRange bounds bitwise_and, bitwise_or and bitwise_xor (op "and", "or",
+// "xor") of non-negative values: exact for two known values, else within the
+// bits of the larger bound (and no larger than the smaller bound, for and).
+func bitwiseRange(op string) RangeFn {
+	return func(c *Ctx) (int64, int64, bool) {
+		alo, ahi, ok1 := c.argRange(0)
+		blo, bhi, ok2 := c.argRange(1)
+		if !ok1 || !ok2 || alo < 0 || blo < 0 {
+			return 0, 0, false
+		}
+		if alo == ahi && blo == bhi {
+			v := map[string]int64{"and": alo & blo, "or": alo | blo, "xor": alo ^ blo}[op]
+			return v, v, true
+		}
+		ones := int64(1)<<bits.Len64(uint64(max(ahi, bhi))) - 1
+		switch op {
+		case "and":
+			return 0, min(ahi, bhi), true
+		case "or":
+			return max(alo, blo), ones, true
+		}
+		return 0, ones, true
 	}
 }

@@ -147,6 +147,23 @@ func TestTruthRangeRules(t *testing.T) {
 		{"masked_fill(float, some, 0)", selectRange(1, 2, 0), []Arg{tensor(Float32, nil, 4), mask(0, 1), scalar(0)}, 0, 0, false},
 		{"where([0,1], [3,4], 9)", selectRange(0, 1, 2), []Arg{mask(0, 1), ids(3, 4), scalar(9)}, 3, 9, true},
 		{"where([1,1], [3,4], float)", selectRange(0, 1, 2), []Arg{mask(1, 1), ids(3, 4), tensor(Float32, nil, 4)}, 3, 4, true},
+		{"[5,9] & [0,1]", bitwiseRange("and"), []Arg{ids(5, 9), mask(0, 1)}, 0, 1, true},
+		{"[6,6] & [3,3]", bitwiseRange("and"), []Arg{ids(6, 6), ids(3, 3)}, 2, 2, true},
+		{"[4,9] | [0,1]", bitwiseRange("or"), []Arg{ids(4, 9), mask(0, 1)}, 4, 15, true},
+		{"mask [1,1] | [0,1]", bitwiseRange("or"), []Arg{mask(1, 1), mask(0, 1)}, 1, 1, true},
+		{"[0,8] ^ [0,1]", bitwiseRange("xor"), []Arg{ids(0, 8), mask(0, 1)}, 0, 15, true},
+		{"[-1,8] & [0,1]", bitwiseRange("and"), []Arg{ids(-1, 8), mask(0, 1)}, 0, 0, false},
+		{"rsub([0,1], 1)", swapped(addRange(true)), []Arg{ids(0, 1), scalar(1), scalar(1)}, 0, 1, true},
+		{"rsub([2,5], 10, alpha 2)", swapped(addRange(true)), []Arg{ids(2, 5), scalar(10), scalar(2)}, 0, 6, true},
+		{"cat([0,15], [16,16], empty)", catRange, []Arg{{Kind: ArgTensorList, Tensors: []TensorMeta{
+			{Sizes: []int64{1, 16}, DType: Int64, Defined: true}, {Sizes: []int64{1, 1}, DType: Int64, Defined: true},
+			{Sizes: []int64{0}, DType: Float32, Defined: true}}, Handles: []any{ids(0, 15).Handles[0], ids(16, 16).Handles[0], nil}}}, 0, 16, true},
+		{"cat([0,15], unknown)", catRange, []Arg{{Kind: ArgTensorList, Tensors: []TensorMeta{
+			{Sizes: []int64{1, 16}, DType: Int64, Defined: true}, {Sizes: []int64{1, 1}, DType: Int64, Defined: true}},
+			Handles: []any{ids(0, 15).Handles[0], "unknown"}}}, 0, 0, false},
+		{"cat(bool, uint8)", catRange, []Arg{{Kind: ArgTensorList, Tensors: []TensorMeta{
+			{Sizes: []int64{2}, DType: Bool, Defined: true}, {Sizes: []int64{2}, DType: Uint8, Defined: true}},
+			Handles: []any{"b", "u"}}}, 0, 255, true},
 	}
 	for _, tc := range cases {
 		c := &Ctx{Op: tc.name, Args: tc.args, R: knownRanges{r: ranges}}

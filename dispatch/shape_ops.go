@@ -563,7 +563,8 @@ func channelShuffle(c *Ctx) ([]*hlo.Value, error) {
 
 func init() {
 	// Their CPU kernels refuse an out that shares memory with an input.
-	def("aten::cat", catRule).OutNoOverlap = true
+	cat := def("aten::cat", catRule)
+	cat.OutNoOverlap, cat.Range = true, catRange
 	is := def("aten::index_select", indexSelect)
 	is.Needs, is.OutNoOverlap = hostArgs(2), true
 	ga := def("aten::gather", gatherRule)

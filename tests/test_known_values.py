@@ -59,6 +59,17 @@ CASES = {
     # generate()'s attention mask from its ids and pad token (transformers' _prepare_attention_mask_for_generation)
     "attention mask": lambda i, n, o, m: (_attention_mask(i, o) == 1).all(),
     "position ids": lambda i, n, o, m: (o.long().cumsum(-1) - 1).masked_fill(o == 0, 0),
+    "cat": lambda i, n, o, m: (torch.cat([i, torch.full((2, 1), 3000, device=i.device)], 1) < 0).any(),
+    "cat undecided": lambda i, n, o, m: (torch.cat([i, torch.full((2, 1), 3000, device=i.device)], 1) > 2000).any(),
+    "cat ones": lambda i, n, o, m: (torch.cat([o, o[:, :1], o[:, :0], torch.tensor([], dtype=torch.long, device=i.device)], 1) == 1).all(),
+    "bitwise_and": lambda i, n, o, m: ((i & (o == 1)) > 1).any(),
+    "bitwise_or": lambda i, n, o, m: ((i[:, :1] | 8) >= 8).all(),
+    "bitwise_xor": lambda i, n, o, m: (i ^ 1023) < 0,
+    "rsub": lambda i, n, o, m: ((1 - o) == 0).all(),
+    "rsub alpha": lambda i, n, o, m: torch.rsub(o, 10, alpha=3) == 7,
+    # generate()'s next tokens: the argmax, kept where a sequence is unfinished, else the pad token
+    "next tokens": lambda i, n, o, m: ((lambda unf: i.argmax(1) * unf + 0 * (1 - unf))(
+        o[:, 0] & ~(i[:, 0] == 1023)) < 0).any(),
 }
 
 
