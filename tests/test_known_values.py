@@ -154,3 +154,31 @@ def test_reads_inside_a_graph_capture_still_raise():
         with torch.tpu.graph(g):
             bool((ids < 0).any())
     assert bool((ids < 0).any()) is False
+
+
+def _flags(device, v):
+    t = torch.full((3,), v, dtype=torch.long, device=device)
+    pos = t.cumsum(0) - 1
+    flags = [(t == 5).all(), (pos > 3 * v - 1).any(), (pos >= 3 * v - 1).any(), (pos < 8).all(),
+             (t.masked_fill(t > 6, 1) == 1).any()]
+    return t, [bool(f) for f in flags] + [t.tolist(), pos.tolist()]
+
+
+@pytest.mark.parametrize("mode", ["fused", "strict"], indirect=True)
+def test_numbers_that_change_between_replayed_steps_give_their_own_values(mode):
+    # A training loop whose steps replay (plans, fused step tapes) while the number behind a known value changes:
+    # each read must give this step's value, never a range kept from an earlier step.
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2).to("tpu")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for v in [5, 5, 5, 7, 7, 9, 9, 5, 5, 3, 3, 8]:
+        t, got = _flags("tpu", v)
+        loss = model(torch.randn(3, 4, device="tpu")).sum() + t.sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        assert got == _flags("cpu", v)[1], v
+    m = torch.tpu.metrics()
+    assert m["known_value_reads"] > 0
+    if mode == "fused":
+        assert m["step_replays"] > 0
