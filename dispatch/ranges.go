@@ -111,11 +111,11 @@ func addRange(sub bool) RangeFn {
 	return func(c *Ctx) (int64, int64, bool) {
 		alo, ahi, ok1 := c.argRange(0)
 		blo, bhi, ok2 := c.argRange(1)
-		alpha := c.Float(2, 1)
-		if !ok1 || !ok2 || alpha != math.Trunc(alpha) || math.Abs(alpha) > 1<<53 {
+		alpha, ok3 := c.exactInt(2, 1)
+		if !ok1 || !ok2 || !ok3 {
 			return 0, 0, false
 		}
-		blo, bhi, ok := scaleRange(blo, bhi, int64(alpha))
+		blo, bhi, ok := scaleRange(blo, bhi, alpha)
 		if !ok {
 			return 0, 0, false
 		}
@@ -174,11 +174,26 @@ func fillRange(c *Ctx) (int64, int64, bool) {
 	if c.IsTensor(1) {
 		return c.argRange(1)
 	}
-	v := c.Float(1, 0)
-	if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
-		return 0, 0, false
+	v, ok := c.exactInt(1, 0)
+	return v, v, ok
+}
+
+// exactInt returns number argument i (def when absent) as an exact integer:
+// an integer or bool as given, a float only when it is a whole number below
+// 2**53 in magnitude (where every integer is a float64).
+func (c *Ctx) exactInt(i int, def int64) (int64, bool) {
+	if !c.Has(i) {
+		return def, true
 	}
-	return int64(v), int64(v), true
+	switch a := c.Args[i]; a.Kind {
+	case ArgInt, ArgScalarInt, ArgBool, ArgScalarBool:
+		return a.Int, true
+	case ArgDouble, ArgScalarDouble:
+		if v := a.Double; v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+			return int64(v), true
+		}
+	}
+	return 0, false
 }
 
 // sumRange bounds sum: n values of [lo, hi] sum to within [n*lo, n*hi] (and

@@ -56,6 +56,11 @@ func TestRangeRules(t *testing.T) {
 		{"argmax of 3x8 flattened", argExtremeRange, []Arg{u8(3, 8)}, 0, 23, true},
 		{"fill 2.5", fillRange, []Arg{u8(2), {Kind: ArgScalarDouble, Double: 2.5}}, 0, 0, false},
 		{"fill -4", fillRange, []Arg{u8(2), scalar(-4)}, -4, -4, true},
+		{"fill 2**53 + 1", fillRange, []Arg{u8(2), scalar(1<<53 + 1)}, 1<<53 + 1, 1<<53 + 1, true},
+		{"fill 2.0**53", fillRange, []Arg{u8(2), {Kind: ArgScalarDouble, Double: 1 << 53}}, 0, 0, false},
+		{"fill -7.0", fillRange, []Arg{u8(2), {Kind: ArgScalarDouble, Double: -7}}, -7, -7, true},
+		{"bool + (2**53 + 1) * bool", addRange(false), []Arg{boolT(3), boolT(3), scalar(1<<53 + 1)}, 0, 1<<53 + 2, true},
+		{"bool + 2.0**53 * bool", addRange(false), []Arg{boolT(3), boolT(3), {Kind: ArgScalarDouble, Double: 1 << 53}}, 0, 0, false},
 	}
 	for _, tc := range cases {
 		c := &Ctx{Op: tc.name, Args: tc.args}

@@ -67,6 +67,11 @@ CASES = {
     "bitwise_xor": lambda i, n, o, m: (i ^ 1023) < 0,
     "rsub": lambda i, n, o, m: ((1 - o) == 0).all(),
     "rsub alpha": lambda i, n, o, m: torch.rsub(o, 10, alpha=3) == 7,
+    "big integers": lambda i, n, o, m: torch.full((2,), 2**53 + 1, device=i.device) + torch.tensor([0, 2**62], device=i.device),
+    "big eq": lambda i, n, o, m: (torch.full((2,), 2**53 + 1, device=i.device) == 2**53 + 1).all(),
+    "big eq off by one": lambda i, n, o, m: (torch.full((2,), 2**53 + 1, device=i.device) == 2**53).any(),
+    "big fill_": lambda i, n, o, m: torch.zeros(2, dtype=torch.long, device=i.device).fill_(2**62 + 3),
+    "big alpha": lambda i, n, o, m: torch.add(o[0, :1], o[0, :1], alpha=2**53 + 1),
     # generate()'s next tokens: the argmax, kept where a sequence is unfinished, else the pad token
     "next tokens": lambda i, n, o, m: ((lambda unf: i.argmax(1) * unf + 0 * (1 - unf))(
         o[:, 0] & ~(i[:, 0] == 1023)) < 0).any(),
