@@ -60,12 +60,13 @@ func (e *Engine) syncInCapture() error {
 }
 
 // discardPending drops the pending graph of a graph capture: storages keep
-// the values they had before the region.
+// the values they had before the region, and forget the value ranges the
+// region's rules gave them.
 func (e *Engine) discardPending() {
 	g := e.d.g
 	e.d.g = newGraph()
 	for _, st := range g.pending {
-		st.pending = nil
+		st.pending, st.known = nil, nil
 	}
 	for _, b := range g.retired {
 		b.Destroy()

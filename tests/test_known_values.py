@@ -187,3 +187,21 @@ def test_numbers_that_change_between_replayed_steps_give_their_own_values(mode):
     assert m["known_value_reads"] > 0
     if mode == "fused":
         assert m["step_replays"] > 0
+
+
+def test_a_graph_capture_leaves_no_range_behind():
+    # Capture does not run the region: a counter it increments and a flag it computes keep their values until the
+    # graph is replayed, and host reads of them (index checks too) must see those values, not the captured ones.
+    counter = torch.zeros(2, dtype=torch.long, device="tpu")
+    flag = torch.zeros((), dtype=torch.bool, device="tpu")
+    table = torch.arange(6.0, device="tpu")
+    g = torch.tpu.TPUGraph()
+    with torch.tpu.graph(g):
+        counter.fill_(7)
+        flag.copy_((counter == 7).all())
+    assert counter.tolist() == [0, 0] and bool(flag) is False
+    assert table[counter].tolist() == [0.0, 0.0]
+    g.replay()
+    assert counter.tolist() == [7, 7] and bool(flag) is True
+    with pytest.raises(IndexError):
+        table[counter].cpu()
