@@ -22,6 +22,14 @@ func TestHostIntRange(t *testing.T) {
 	if r := hostIntRange(i32, dispatch.Int32); r == nil || r.lo != -8 || r.hi != 7 {
 		t.Fatalf("int32 range = %+v, want [-8, 7]", r)
 	}
+	for _, c := range []struct {
+		bytes  []byte
+		lo, hi int64
+	}{{[]byte{1, 1, 1}, 1, 1}, {[]byte{0}, 0, 0}, {[]byte{0, 1, 0}, 0, 1}} {
+		if r := hostIntRange(c.bytes, dispatch.Bool); r == nil || r.lo != c.lo || r.hi != c.hi {
+			t.Fatalf("bool range of %v = %+v, want [%d, %d]", c.bytes, r, c.lo, c.hi)
+		}
+	}
 	if r := hostIntRange(i64, dispatch.Float64); r != nil {
 		t.Fatalf("float64 data has no index range, got %+v", r)
 	}
