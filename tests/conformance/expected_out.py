@@ -7,8 +7,6 @@ _CPU_IGNORES_STRIDES = ("CPU's kernel writes its result into a non-contiguous ou
                         "(or not at all), leaving values that are not the op's; tpu writes the strided view")
 _EIGENVECTOR_SIGN = ("eigenvectors are defined up to sign: tpu's Jacobi solver picks other signs than LAPACK "
                      "(their absolute values match CPU's)")
-_FFT_LAYOUT = ("CPU's FFT resizes its out into the memory order of its internal plan (the transformed "
-               "dimension innermost); tpu resizes to a contiguous tensor")
 _LU_SOLVE_LAYOUT = ("CPU's lu_solve resizes its out row-major or column-major depending on left/adjoint; tpu "
                     "always resizes LAPACK results column-major")
 _BATCH_NORM_STATS = ("where batch norm returns empty saved statistics, CPU leaves a wrongly sized save_mean out "
@@ -27,8 +25,6 @@ EXPECTED = {
     "linalg.eigh/resize/0": _EIGENVECTOR_SIGN,
     "linalg.eigh/strided/0": _EIGENVECTOR_SIGN,
     # Layouts of resized outs.
-    "fft.ifft/resize/0": _FFT_LAYOUT,
-    "fft.ihfft/resize/0": _FFT_LAYOUT,
     "linalg.lu_solve/resize/1": _LU_SOLVE_LAYOUT,
     "native_batch_norm/resize/1": _BATCH_NORM_STATS,
     "_native_batch_norm_legit/resize/1": _BATCH_NORM_STATS,
