@@ -28,22 +28,40 @@ func TestIntOverflowChecks(t *testing.T) {
 	}
 }
 
+// rangeCase is a range rule applied to arguments, with the bounds it must give.
+type rangeCase struct {
+	name   string
+	fn     RangeFn
+	args   []Arg
+	lo, hi int64
+	ok     bool
+}
+
+// scalarArg is a Python integer argument.
+func scalarArg(v int64) Arg { return Arg{Kind: ArgScalarInt, Int: v, Double: float64(v)} }
+
+// checkRanges runs each case on a Ctx reading ranges from r (none when nil).
+func checkRanges(t *testing.T, cases []rangeCase, r Reader) {
+	t.Helper()
+	for _, tc := range cases {
+		c := &Ctx{Op: tc.name, Args: tc.args, R: r}
+		lo, hi, ok := tc.fn(c)
+		if ok != tc.ok || (ok && (lo != tc.lo || hi != tc.hi)) {
+			t.Errorf("%s: got [%d, %d] %v, want [%d, %d] %v", tc.name, lo, hi, ok, tc.lo, tc.hi, tc.ok)
+		}
+	}
+}
+
 // TestRangeRules checks the bounds of the range rules on hand-derived cases.
 func TestRangeRules(t *testing.T) {
-	scalar := func(v int64) Arg { return Arg{Kind: ArgScalarInt, Int: v, Double: float64(v)} }
+	scalar := scalarArg
 	boolT := func(sizes ...int64) Arg {
 		return Arg{Kind: ArgTensor, Tensors: []TensorMeta{{Sizes: sizes, DType: Bool, Defined: true}}, Handles: []any{nil}}
 	}
 	u8 := func(sizes ...int64) Arg {
 		return Arg{Kind: ArgTensor, Tensors: []TensorMeta{{Sizes: sizes, DType: Uint8, Defined: true}}, Handles: []any{nil}}
 	}
-	cases := []struct {
-		name   string
-		fn     RangeFn
-		args   []Arg
-		lo, hi int64
-		ok     bool
-	}{
+	cases := []rangeCase{
 		{"bool + 5", addRange(false), []Arg{boolT(3), scalar(5), scalar(1)}, 5, 6, true},
 		{"bool - 3*uint8", addRange(true), []Arg{boolT(3), u8(3), scalar(3)}, -765, 1, true},
 		{"uint8 * -2", mulRange, []Arg{u8(2), scalar(-2)}, -510, 0, true},
@@ -62,13 +80,7 @@ func TestRangeRules(t *testing.T) {
 		{"bool + (2**53 + 1) * bool", addRange(false), []Arg{boolT(3), boolT(3), scalar(1<<53 + 1)}, 0, 1<<53 + 2, true},
 		{"bool + 2.0**53 * bool", addRange(false), []Arg{boolT(3), boolT(3), {Kind: ArgScalarDouble, Double: 1 << 53}}, 0, 0, false},
 	}
-	for _, tc := range cases {
-		c := &Ctx{Op: tc.name, Args: tc.args}
-		lo, hi, ok := tc.fn(c)
-		if ok != tc.ok || (ok && (lo != tc.lo || hi != tc.hi)) {
-			t.Errorf("%s: got [%d, %d] %v, want [%d, %d] %v", tc.name, lo, hi, ok, tc.lo, tc.hi, tc.ok)
-		}
-	}
+	checkRanges(t, cases, nil)
 }
 
 // knownRanges is a Reader that knows the value ranges of the tensors whose
@@ -87,7 +99,7 @@ func (k knownRanges) IntRange(h any) (lo, hi int64, ok bool) {
 // logical ops and the selections on hand-derived cases: [v, v] only where
 // every element's result is decided by its arguments' bounds.
 func TestTruthRangeRules(t *testing.T) {
-	scalar := func(v int64) Arg { return Arg{Kind: ArgScalarInt, Int: v, Double: float64(v)} }
+	scalar := scalarArg
 	flag := func(v int64) Arg { return Arg{Kind: ArgBool, Int: v} }
 	ranges := map[any][2]int64{}
 	n := 0
@@ -100,13 +112,7 @@ func TestTruthRangeRules(t *testing.T) {
 	}
 	ids := func(lo, hi int64) Arg { return tensor(Int64, []int64{lo, hi}, 4) }
 	mask := func(lo, hi int64) Arg { return tensor(Bool, []int64{lo, hi}, 4) }
-	cases := []struct {
-		name   string
-		fn     RangeFn
-		args   []Arg
-		lo, hi int64
-		ok     bool
-	}{
+	cases := []rangeCase{
 		{"[5,5] == 5", compareRange(hlo.EQ), []Arg{ids(5, 5), scalar(5)}, 1, 1, true},
 		{"[5,5] == 6", compareRange(hlo.EQ), []Arg{ids(5, 5), scalar(6)}, 0, 0, true},
 		{"[0,10] == 5", compareRange(hlo.EQ), []Arg{ids(0, 10), scalar(5)}, 0, 1, true},
@@ -170,11 +176,5 @@ func TestTruthRangeRules(t *testing.T) {
 			{Sizes: []int64{2}, DType: Bool, Defined: true}, {Sizes: []int64{2}, DType: Uint8, Defined: true}},
 			Handles: []any{"b", "u"}}}, 0, 255, true},
 	}
-	for _, tc := range cases {
-		c := &Ctx{Op: tc.name, Args: tc.args, R: knownRanges{r: ranges}}
-		lo, hi, ok := tc.fn(c)
-		if ok != tc.ok || (ok && (lo != tc.lo || hi != tc.hi)) {
-			t.Errorf("%s: got [%d, %d] %v, want [%d, %d] %v", tc.name, lo, hi, ok, tc.lo, tc.hi, tc.ok)
-		}
-	}
+	checkRanges(t, cases, knownRanges{r: ranges})
 }
