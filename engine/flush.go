@@ -16,7 +16,8 @@ import (
 type program struct {
 	exe     *pjrt.Executable
 	used    []int
-	donated int // parameters the program takes over (its donation pairs)
+	donated int        // parameters the program takes over (its donation pairs)
+	quick   *quickInfo // a quick first compile, to be replaced (quick_compile.go)
 }
 
 // Destroy implements compile_cache.Entry.
@@ -246,11 +247,22 @@ func (e *Engine) program(b *hlo.Builder, outs []*hlo.Value, aliases map[int]int)
 			e.m.CacheHits++
 		}
 		e.preloaded = ""
+		e.ranQuick(skey, x.(*program))
 		return x.(*program), nil
 	}
 	e.m.CacheMisses++
 	text, used := b.ModuleAliased(outs, aliases)
-	exe, err := e.compileText(text, b.Summarize(outs))
+	sum := b.Summarize(outs)
+	if e.quickFirst(sum) {
+		p, err := e.quickProgram(text, used, len(aliases), sum)
+		if err != nil {
+			return nil, err
+		}
+		e.cache.Put(skey, p)
+		e.ranQuick(skey, p)
+		return p, nil
+	}
+	exe, err := e.compileText(text, sum)
 	if err != nil {
 		return nil, err
 	}
