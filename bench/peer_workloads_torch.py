@@ -1,7 +1,8 @@
 """peer_workloads_torch: the benchmark workloads in PyTorch, and the worker that times them.
 
 Runs in the project's environment (backends cpu, inductor, strict, fused,
-compiled, compiled-step: torch.compile in fused mode, one program per step) and in the torch_xla peer environment (xla-lazy, xla-openxla). Weights
+compiled, compiled-step: torch.compile in fused mode, one program per step; graph: the step captured as a
+torch.tpu.TPUGraph and replayed) and in the torch_xla peer environment (xla-lazy, xla-openxla). Weights
 and data come from <workload>.init.npz, written once by `--dump` on CPU, so every
 backend (and the JAX twins) starts from the same numbers.
 
@@ -82,12 +83,13 @@ def dump_tiny(name, path):
     np.savez(path, **arrays)
 
 
-def make_optimizer(name, params):
+def make_optimizer(name, params, capturable=False):
+    """The workload's optimizer; capturable (AdamW's step count on the device) for graph capture."""
     if name == "cnn":  # as examples/train_cnn.py, without its learning-rate schedule
         return torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=1e-4)
     if name == "gpt":  # as examples/train_gpt.py, at a fixed learning rate
-        return torch.optim.AdamW(params, lr=3e-3, weight_decay=0.1, betas=(0.9, 0.95))
-    return torch.optim.AdamW(params, lr=3e-3, weight_decay=0.01)
+        return torch.optim.AdamW(params, lr=3e-3, weight_decay=0.1, betas=(0.9, 0.95), capturable=capturable)
+    return torch.optim.AdamW(params, lr=3e-3, weight_decay=0.01, capturable=capturable)
 
 
 def dump(name, path):
@@ -136,10 +138,10 @@ class Backend:
             self.device = torch.device("cpu")
             if name == "inductor":
                 self.compile = lambda f: torch.compile(f)
-        elif name in ("strict", "fused", "compiled", "compiled-step"):
+        elif name in ("strict", "fused", "compiled", "compiled-step", "graph"):
             self.device = torch.device("tpu")
             # In fused mode the compiled graphs of a step are recorded and launched as one program.
-            torch.tpu.set_mode("fused" if name in ("fused", "compiled-step") else "strict")
+            torch.tpu.set_mode("fused" if name in ("fused", "compiled-step", "graph") else "strict")
             if name in ("compiled", "compiled-step"):
                 self.compile = lambda f: torch.compile(f, backend="tpu")
         elif name in ("xla-lazy", "xla-openxla"):
@@ -155,6 +157,27 @@ class Backend:
         return self.compile(f) if self.compile else f
 
 
+def graphed(fn):
+    """fn(*args) as a TPUGraph: the first call runs eagerly (a warm-up that makes the optimizer's state
+    and the gradients, as CUDA graphs ask), the second captures the call and replays it, and every later
+    call replays. The arguments are the same tensors at every call (static inputs); the second call's
+    replay is the workload's second step, so the correctness gate checks a replayed step."""
+    state = {"calls": 0, "graph": None, "out": None}
+
+    def call(*args):
+        state["calls"] += 1
+        if state["calls"] == 1:
+            return fn(*args)
+        if state["graph"] is None:
+            g = torch.tpu.TPUGraph()
+            with torch.tpu.graph(g):
+                state["out"] = fn(*args)
+            state["graph"] = g
+        state["graph"].replay()
+        return state["out"]
+    return call
+
+
 def build(backend, name, folder, tiny=False):
     """Returns (kind, step, read) for workload name on backend (its tiny twin with tiny, from dump_tiny's file)."""
     z = np.load(os.path.join(folder, f"{name}.init.npz"))
@@ -165,7 +188,7 @@ def build(backend, name, folder, tiny=False):
         model.load_state_dict({k[2:]: torch.from_numpy(z[k]) for k in z.files if k.startswith("p:")})
         model.to(dev).train()
         y = torch.from_numpy(z["y"]).to(dev)
-        opt = make_optimizer(name, model.parameters())
+        opt = make_optimizer(name, model.parameters(), capturable=backend.name == "graph")
         params = list(model.parameters())
         if backend.compile and not backend.whole_step:
             model = backend.compile(model)
@@ -181,6 +204,8 @@ def build(backend, name, folder, tiny=False):
             return loss.detach()
 
         fn = backend.wrap(train_step) if backend.whole_step else train_step
+        if backend.name == "graph":
+            fn = graphed(train_step)
 
         def step():
             loss = fn(x, y)
@@ -193,6 +218,8 @@ def build(backend, name, folder, tiny=False):
         fn, args = backend.wrap(norm_block), (x, w, b)
     else:
         fn, args = backend.wrap(attention), (x[0], x[1], x[2])
+    if backend.name == "graph":
+        fn = graphed(fn)
 
     def fwd():
         with torch.no_grad():

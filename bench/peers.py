@@ -36,6 +36,7 @@ BACKENDS = [
     ("fused", "tpu fused", "project", "peer_workloads_torch.py"),
     ("compiled", "tpu compiled", "project", "peer_workloads_torch.py"),
     ("compiled-step", "tpu compiled whole step", "project", "peer_workloads_torch.py"),
+    ("graph", "tpu graph replay", "project", "peer_workloads_torch.py"),
     ("xla-lazy", "torch_xla lazy", "xla", "peer_workloads_torch.py"),
     ("xla-openxla", "torch_xla openxla", "xla", "peer_workloads_torch.py"),
     ("jax", "JAX jit", "jax", "peer_workloads_jax.py"),
