@@ -110,8 +110,8 @@ func (e *Engine) submitTierUp(skey, text string, used []int, donated int, sum *h
 	p.jobs <- j
 }
 
-// harvestTierUp puts the usual program of finished tier-up job j in place of
-// the quick one, if the in-memory tier still holds that.
+// harvestTierUp puts the executable of finished tier-up job j in place of the
+// quick one, if the in-memory tier still holds that.
 func (e *Engine) harvestTierUp(j *compileJob) {
 	x, ok := e.cache.Peek(j.skey)
 	if !ok || x.(*program).quick == nil {
@@ -120,5 +120,9 @@ func (e *Engine) harvestTierUp(j *compileJob) {
 	}
 	e.m.TierUpSeconds += j.end.Sub(j.start).Seconds()
 	e.spanAt("compile", "compile (optimized, background)", j.start, j.end, TraceEvent{Key: j.skey, Ops: j.fl.ops, Detail: j.fl.what()})
-	e.cache.Put(j.skey, &program{exe: j.exe, used: j.used, donated: j.donated})
+	// The program changes in place; launches of the quick executable may still run.
+	p := x.(*program)
+	quick := p.exe
+	p.exe, p.quick = j.exe, nil
+	e.retireExecutable(quick)
 }
