@@ -30,7 +30,6 @@ type compileJob struct {
 	donated int          // its donation pairs
 	sum     *hlo.Summary // what a recompile is explained by
 	fl      flushCtx     // the op it was made for, for messages and events
-	tierUp  bool         // the usual compile of a quick program, which ops never wait for (quick_compile.go)
 
 	state              atomic.Int32 // jobQueued, jobRunning or jobTaken
 	queued, start, end time.Time
@@ -148,7 +147,7 @@ func (e *Engine) submit(skey, text string, used []int, donated int, sum *hlo.Sum
 
 // compiling reports whether the pool holds a job for structural key skey.
 func (e *Engine) compiling(skey string) bool {
-	return e.cp != nil && e.cp.inflight[skey] != nil && !e.cp.inflight[skey].tierUp
+	return e.cp != nil && e.cp.inflight[skey] != nil
 }
 
 // takeBack removes the pool's job for skey if no worker has started it,
@@ -159,7 +158,7 @@ func (e *Engine) takeBack(skey string) bool {
 		return false
 	}
 	j := e.cp.inflight[skey]
-	if j == nil || j.tierUp || !j.state.CompareAndSwap(jobQueued, jobTaken) {
+	if j == nil || !j.state.CompareAndSwap(jobQueued, jobTaken) {
 		return false
 	}
 	close(j.done)
@@ -179,19 +178,6 @@ func (e *Engine) awaitProgram(skey string) error {
 	if j == nil {
 		return nil
 	}
-	if j.tierUp { // the quick program serves meanwhile
-		select {
-		case <-j.done:
-			e.harvestJob(j)
-		default:
-		}
-		return nil
-	}
-	return e.awaitJob(j)
-}
-
-// awaitJob waits for job j and harvests it.
-func (e *Engine) awaitJob(j *compileJob) error {
 	select {
 	case <-j.done:
 	default:
@@ -199,7 +185,7 @@ func (e *Engine) awaitJob(j *compileJob) error {
 		<-j.done
 		e.m.CompileWaits++
 		e.m.CompileWaitSeconds += time.Since(t0).Seconds()
-		e.span("compile wait", "wait for a background compile", t0, TraceEvent{Key: j.skey, Ops: j.fl.ops})
+		e.span("compile wait", "wait for a background compile", t0, TraceEvent{Key: skey, Ops: j.fl.ops})
 	}
 	e.harvestJob(j)
 	if j.err != nil {
@@ -229,10 +215,6 @@ func (e *Engine) harvestJob(j *compileJob) {
 	if j.exe == nil {
 		return // dropped at stop, or failed: an op needing it compiles it again
 	}
-	if j.tierUp {
-		e.harvestTierUp(j)
-		return
-	}
 	if _, ok := e.cache.Peek(j.skey); ok {
 		j.exe.Destroy()
 		return
@@ -257,8 +239,8 @@ func (e *Engine) AwaitCompiles() error {
 	}
 	var first error
 	for len(e.cp.inflight) > 0 {
-		for _, j := range e.cp.inflight {
-			if err := e.awaitJob(j); err != nil && first == nil && !j.tierUp {
+		for skey := range e.cp.inflight {
+			if err := e.awaitProgram(skey); err != nil && first == nil {
 				first = err
 			}
 			break

@@ -34,53 +34,51 @@ type Storage struct {
 
 // Engine is one PJRT client and the state of its devices.
 type Engine struct {
-	mu           sync.Mutex
-	client       *pjrt.Client
-	initErr      error
-	plugin       string
-	addrs        *addressSpace
-	storages     map[uint64]*Storage
-	live         int64
-	liveB        int64
-	mode         Mode
-	cache        *compile_cache.LRU
-	tiers        *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
-	options      []byte
-	fastOptions  []byte                  // options for small programs (fastcompile.go), nil when TORCHTPU_FAST_COMPILE=0
-	quickOptions []byte                  // options for quick first compiles (quick_compile.go), nil when off
-	steps        int64                   // step marks so far
-	lastOptions  []byte                  // the options of the latest compile
-	d            *deviceState            // the state of the device ops record for (devices.go)
-	sigBuf       []byte                  // scratch for opSignature
-	layouts      [][]int64               // the memory order of the running op's new results (layout.go)
-	hostVals     map[*TensorDesc][]int64 // the running rule's declared host arguments, read (needs.go)
-	fusedLog     *planMark               // the op being planned for the fused fast path, if any
-	noFusedPath  bool                    // TORCHTPU_FUSED_FAST_PATH=0
-	noPhaseCut   bool                    // TORCHTPU_BACKWARD_CUT=0
-	noStepTape   bool                    // TORCHTPU_STEP_REPLAY=0
-	padSeen      bool                    // a tensor grew by appends (pad.go): step replay is off while one is alive
-	segments     uint64                  // step segments started so far, each one's epoch (step_tape.go)
-	lastProg     string                  // the cache key of the program flush launched last
-	events       []inFlight              // launched work that may still run
-	forked       bool
-	m            Metrics
-	fused        int // op count that forces a flush in fused mode
-	warned       map[string]bool
-	cur          *dispatch.Ctx       // the rule running now, if any
-	limit        int64               // device memory limit in bytes
-	curOp        string              // the op being recorded, for error messages
-	pluginID     string              // the plugin identity, a part of every cache key
-	checkNaNs    bool                // TORCHTPU_CHECK_NANS=1
-	checkNeeds   bool                // TORCHTPU_CHECK_NEEDS=1: an undeclared need of a rule is an error (needs.go)
-	noDonate     bool                // TORCHTPU_DONATE=0
-	noDefer      bool                // TORCHTPU_DEFER_COMPILED=0: compiled replays launch at once in fused mode too
-	stepOpen     bool                // strict mode records as fused until the next flush (program_defer.go)
-	dumpWarned   bool                // TORCHTPU_DUMP_DIR could not be written
-	hcBase       pjrt.HostCacheStats // host cache counters at the last metrics reset
-	hostCache    bool                // the plugin's large host blocks are cached (hostcache.go)
-	dev          devices             // the device ops record for, and the others' pending state (devices.go)
-	padOn        bool                // results may be padded (pad.go, TORCHTPU_PAD)
-	padMin       int64               // the smallest capacity of a padded result (TORCHTPU_PAD_MIN)
+	mu          sync.Mutex
+	client      *pjrt.Client
+	initErr     error
+	plugin      string
+	addrs       *addressSpace
+	storages    map[uint64]*Storage
+	live        int64
+	liveB       int64
+	mode        Mode
+	cache       *compile_cache.LRU
+	tiers       *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
+	options     []byte
+	fastOptions []byte                  // options for small programs (fastcompile.go), nil when TORCHTPU_FAST_COMPILE=0
+	lastOptions []byte                  // the options of the latest compile
+	d           *deviceState            // the state of the device ops record for (devices.go)
+	sigBuf      []byte                  // scratch for opSignature
+	layouts     [][]int64               // the memory order of the running op's new results (layout.go)
+	hostVals    map[*TensorDesc][]int64 // the running rule's declared host arguments, read (needs.go)
+	fusedLog    *planMark               // the op being planned for the fused fast path, if any
+	noFusedPath bool                    // TORCHTPU_FUSED_FAST_PATH=0
+	noPhaseCut  bool                    // TORCHTPU_BACKWARD_CUT=0
+	noStepTape  bool                    // TORCHTPU_STEP_REPLAY=0
+	padSeen     bool                    // a tensor grew by appends (pad.go): step replay is off while one is alive
+	segments    uint64                  // step segments started so far, each one's epoch (step_tape.go)
+	lastProg    string                  // the cache key of the program flush launched last
+	events      []inFlight              // launched work that may still run
+	forked      bool
+	m           Metrics
+	fused       int // op count that forces a flush in fused mode
+	warned      map[string]bool
+	cur         *dispatch.Ctx       // the rule running now, if any
+	limit       int64               // device memory limit in bytes
+	curOp       string              // the op being recorded, for error messages
+	pluginID    string              // the plugin identity, a part of every cache key
+	checkNaNs   bool                // TORCHTPU_CHECK_NANS=1
+	checkNeeds  bool                // TORCHTPU_CHECK_NEEDS=1: an undeclared need of a rule is an error (needs.go)
+	noDonate    bool                // TORCHTPU_DONATE=0
+	noDefer     bool                // TORCHTPU_DEFER_COMPILED=0: compiled replays launch at once in fused mode too
+	stepOpen    bool                // strict mode records as fused until the next flush (program_defer.go)
+	dumpWarned  bool                // TORCHTPU_DUMP_DIR could not be written
+	hcBase      pjrt.HostCacheStats // host cache counters at the last metrics reset
+	hostCache   bool                // the plugin's large host blocks are cached (hostcache.go)
+	dev         devices             // the device ops record for, and the others' pending state (devices.go)
+	padOn       bool                // results may be padded (pad.go, TORCHTPU_PAD)
+	padMin      int64               // the smallest capacity of a padded result (TORCHTPU_PAD_MIN)
 
 	capture        *capture        // the program being captured, if any (capture.go)
 	captureAborted string          // why the last capture stopped early
@@ -165,10 +163,6 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 	hlo.WideF32Sums = c.PlatformName() == "cpu"
 	// With several devices, programs are portable: one executable runs on any of them.
 	if e.options, e.fastOptions, err = compileOptions(c.DeviceCount() > 1); err != nil {
-		e.initErr = err
-		return err
-	}
-	if e.quickOptions, err = quickCompileOptions(e.fastOptions); err != nil {
 		e.initErr = err
 		return err
 	}
@@ -306,7 +300,6 @@ func (e *Engine) MarkStep() error {
 		return nil // a step inside a graph capture is part of the program
 	}
 	e.why = whyStepMark
-	e.steps++
 	return e.flushAll()
 }
 

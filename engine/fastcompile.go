@@ -48,14 +48,8 @@ func compileOptions(portable bool) (all, fast []byte, err error) {
 // optionsFor returns the compile options for the program summarized by sum:
 // the small-program ones when it holds at most smallProgramOps live ops.
 func (e *Engine) optionsFor(sum *hlo.Summary) []byte {
-	if e.small(sum) {
+	if e.fastOptions != nil && sum != nil && len(sum.Ops) <= smallProgramOps {
 		return e.fastOptions
 	}
 	return e.options
-}
-
-// small reports whether the program summarized by sum compiles with the
-// small-program options.
-func (e *Engine) small(sum *hlo.Summary) bool {
-	return e.fastOptions != nil && sum != nil && len(sum.Ops) <= smallProgramOps
 }

@@ -97,7 +97,6 @@ func chain(n int) (*hlo.Builder, []*hlo.Value) {
 func TestSmallProgramsCompileFast(t *testing.T) {
 	t.Setenv("TORCHTPU_XLA_OPTIONS", "")
 	t.Setenv("TORCHTPU_FAST_COMPILE", "")
-	t.Setenv("TORCHTPU_QUICK_COMPILE", "0") // quick_compile_test.go covers quick first compiles
 	e := newTestEngine(t, ModeStrict)
 	small, smallOut := chain(1)
 	_, err := e.program(small, smallOut, nil)
@@ -132,7 +131,6 @@ func TestFastCompileOff(t *testing.T) {
 func TestUserOptionsOverrideFastCompile(t *testing.T) {
 	t.Setenv("TORCHTPU_XLA_OPTIONS", "xla_cpu_use_fusion_emitters=true,xla_cpu_prefer_vector_width=128")
 	t.Setenv("TORCHTPU_FAST_COMPILE", "")
-	t.Setenv("TORCHTPU_QUICK_COMPILE", "0")
 	e := newTestEngine(t, ModeStrict)
 	b, out := chain(1)
 	_, err := e.program(b, out, nil)

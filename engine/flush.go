@@ -16,8 +16,7 @@ import (
 type program struct {
 	exe     *pjrt.Executable
 	used    []int
-	donated int        // parameters the program takes over (its donation pairs)
-	quick   *quickInfo // a quick first compile, to be replaced (quick_compile.go)
+	donated int // parameters the program takes over (its donation pairs)
 }
 
 // Destroy implements compile_cache.Entry.
@@ -247,22 +246,11 @@ func (e *Engine) program(b *hlo.Builder, outs []*hlo.Value, aliases map[int]int)
 			e.m.CacheHits++
 		}
 		e.preloaded = ""
-		e.ranQuick(skey, x.(*program))
 		return x.(*program), nil
 	}
 	e.m.CacheMisses++
 	text, used := b.ModuleAliased(outs, aliases)
-	sum := b.Summarize(outs)
-	if e.quickFirst(sum) {
-		p, err := e.quickProgram(text, used, len(aliases), sum)
-		if err != nil {
-			return nil, err
-		}
-		e.cache.Put(skey, p)
-		e.ranQuick(skey, p)
-		return p, nil
-	}
-	exe, err := e.compileText(text, sum)
+	exe, err := e.compileText(text, b.Summarize(outs))
 	if err != nil {
 		return nil, err
 	}

@@ -10,14 +10,13 @@ import "torchtpu/pjrt"
 type inFlight struct {
 	ev       *pjrt.Event
 	replaced []*pjrt.Buffer
-	retired  []*pjrt.Executable // programs replaced while it may run (quick_compile.go)
 }
 
 // track keeps the completion event of a launch with the buffers its results
 // replaced, and releases launches that have finished (the last event stays,
 // so that Synchronize can report its error).
 func (e *Engine) track(ev *pjrt.Event, replaced []*pjrt.Buffer) {
-	e.events = append(e.events, inFlight{ev: ev, replaced: replaced})
+	e.events = append(e.events, inFlight{ev, replaced})
 	for len(e.events) > 0 && e.events[0].ev.IsReady() {
 		if len(e.events) == 1 {
 			e.dropReplaced(&e.events[0])
@@ -34,22 +33,7 @@ func (e *Engine) dropReplaced(f *inFlight) {
 	for _, b := range f.replaced {
 		e.dropBuffer(b)
 	}
-	for _, x := range f.retired {
-		x.Destroy()
-	}
-	f.replaced, f.retired = nil, nil
-}
-
-// retireExecutable destroys x once every launch so far has finished: at
-// once when none may run, else with the newest launch's replaced buffers
-// (launches are released in order).
-func (e *Engine) retireExecutable(x *pjrt.Executable) {
-	if len(e.events) == 0 {
-		x.Destroy()
-		return
-	}
-	last := &e.events[len(e.events)-1]
-	last.retired = append(last.retired, x)
+	f.replaced = nil
 }
 
 // release drops f's replaced buffers and destroys its event; f has finished.

@@ -18,8 +18,6 @@ type Metrics struct {
 	CompilesByReason   map[string]int64 `json:"compiles_by_reason"`   // programs compiled (not loaded from a persistent tier), by recompile reason
 	ColdRuns           int64            `json:"strict_cold_runs"`     // strict mode: runs of ops recorded as one program, first or again, while their one-op programs compile (cold_run.go)
 	BackgroundCompiles int64            `json:"background_compiles"`  // one-op programs handed to the compile pool (compile_pool.go)
-	TierUps            int64            `json:"optimized_recompiles"` // quick programs that ran again, compiled once more with the usual options (quick_compile.go)
-	TierUpSeconds      float64          `json:"optimized_recompile_seconds"`
 	CompileWaits       int64            `json:"compile_waits"`        // ops that waited for a background compile
 	CompileWaitSeconds float64          `json:"compile_wait_seconds"` // the time they waited
 	CacheHits          int64            `json:"cache_hits"`           // in-memory tier hits (strict fast-path replays included)

@@ -76,7 +76,6 @@ func (e *Engine) replayStrict(p *plan, args []dispatch.Arg) (outs []OutTensor, o
 		return nil, false, nil
 	}
 	prog := x.(*program)
-	e.ranQuick(p.key, prog)
 	bufs := make([]*pjrt.Buffer, len(prog.used))
 	for i, pi := range prog.used {
 		src := p.sources[pi]

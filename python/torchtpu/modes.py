@@ -19,9 +19,8 @@ def get_mode():
 
 
 def await_compiles():
-    """Wait until strict mode's background compiles have finished: the optimized programs that replace quick
-    first compiles, and the one-op programs of cold runs. Later ops then run them, and torch.tpu.metrics()
-    counts them."""
+    """Wait until strict mode's background compiles have finished (the one-op programs of cold runs),
+    so that later steps run op by op and torch.tpu.metrics() counts them."""
     _runtime.require()
     _lib.call("ttpu_await_compiles")
 

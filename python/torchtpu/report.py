@@ -37,9 +37,6 @@ def format_report(m):
     add(f"  programs compiled      {m['graphs_compiled']}")
     add(f"  compile time           {m['compile_seconds']:.3f} s")
     add("  compiles by reason     " + (", ".join(f"{k}: {v}" for k, v in _by_count(m["compiles_by_reason"])) or "none"))
-    if "optimized_recompiles" in m:
-        add(f"  compiled again, optimized {m['optimized_recompiles']} (quick first compiles that ran again; "
-            f"{m.get('optimized_recompile_seconds', 0.0):.3f} s in the background)")
     if m.get("compiled_programs_by_reason"):
         add("  torch.compile programs by reason " + ", ".join(
             f"{k}: {v}" for k, v in _by_count(m["compiled_programs_by_reason"])))
