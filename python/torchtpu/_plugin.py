@@ -82,3 +82,24 @@ def cpu_device_count():
     if n < 1:
         raise PluginError(f"torchtpu: TORCHTPU_CPU_DEVICE_COUNT={raw!r} must be at least 1")
     return n
+
+
+def limit_cpu_threads(path):
+    """Size the XLA CPU plugin's thread pools as PyTorch's own CPU threads are sized.
+
+    The plugin sizes its pools to the cores it may run on, unless PJRT_NPROC says otherwise. When
+    PyTorch's intra-op threads are fewer when the plugin starts (OMP_NUM_THREADS, which torchrun sets
+    to 1 for several processes on one host), the plugin gets as many, so that rank processes sharing
+    the cores do not each run a pool over all of them. An explicit PJRT_NPROC is left alone, and so
+    is every plugin but the CPU one."""
+    if "PJRT_NPROC" in os.environ or os.path.basename(path) != "xla_cpu_pjrt.so":
+        return
+    import torch
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    threads = torch.get_num_threads()
+    if 0 < threads < cores:
+        os.environ["PJRT_NPROC"] = str(threads)

@@ -24,6 +24,7 @@ def init():
         _fail(str(e))
         return
     _plugin_path = path
+    _plugin.limit_cpu_threads(path)
     buf = _lib.errbuf()
     status = _lib.lib().ttpu_init(path.encode(), count, buf, len(buf))
     if status != 0:
