@@ -5,6 +5,9 @@ work never queues up. Medians over the steps after warm-up, then the median over
 each variant's losses are checked against CPU eager.
 
     python bench/graph_replay.py --steps 50 --rounds 3
+
+It also times replay() alone and prints how much of it the plugin's launch took (the launch floor) and
+how much lies above it.
 """
 import argparse
 import copy
@@ -73,8 +76,57 @@ def run(kind, batches, warm=3):
             torch.tpu.synchronize()
             losses.append(loss.item())
     if kind == "graph":
+        replay_only.append(replay_host(g))
         g.reset()
     return times, losses
+
+
+replay_only = []
+
+
+def replay_host(g, n=200):
+    """Host time of g.replay() alone (static inputs unchanged) and the plugin's launch time inside it
+    (execute_launch_seconds per execution), medians of n replays, each synchronized outside the timed part."""
+    times, launches = [], []
+    for _ in range(n):
+        m0 = torch.tpu.metrics()
+        t0 = time.perf_counter()
+        g.replay()
+        times.append(time.perf_counter() - t0)
+        m1 = torch.tpu.metrics()
+        assert m1["executions"] - m0["executions"] == 1
+        launches.append(m1["execute_launch_seconds"] - m0["execute_launch_seconds"])
+        torch.tpu.synchronize()
+    return statistics.median(times), statistics.median(launches)
+
+
+def gpt_replay_host():
+    """replay_host of the GPT peer step (bench/peer_workloads_torch.py: 4 layers, C=128, T=64, B=12, AdamW)."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import peer_workloads_torch as w
+    m = w.make_model("gpt").to("tpu")
+    opt = torch.optim.AdamW(m.parameters(), lr=3e-3, weight_decay=0.1, betas=(0.9, 0.95), capturable=True)
+    g = torch.Generator().manual_seed(0)
+    vocab = m.head.out_features
+    x = torch.randint(0, vocab, (w.GPT["batch"], w.GPT["ctx"]), generator=g).to("tpu")
+    y = torch.randint(0, vocab, (w.GPT["batch"], w.GPT["ctx"]), generator=g).to("tpu")
+
+    def gpt_step():
+        logits = m(x)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    gpt_step().item()
+    graph = torch.tpu.TPUGraph()
+    with torch.tpu.graph(graph):
+        gpt_step()
+    out = replay_host(graph, n=50)
+    graph.reset()
+    return out
 
 
 def cpu_losses(batches):
@@ -105,6 +157,16 @@ def main():
     print("|---|---|---|")
     for k in kinds:
         print(f"| {k} | {res[k] * 1e6:.0f} | {res[k] / res['graph']:.1f}x |")
+    with torch.tpu.mode("fused"):
+        gpt = [gpt_replay_host() for _ in range(a.rounds)]
+    host = statistics.median(h for h, _ in replay_only)
+    launch = statistics.median(l for _, l in replay_only)
+    print(f"\nreplay() alone, static inputs unchanged: host {host * 1e6:.1f} us, of which the plugin's launch "
+          f"{launch * 1e6:.1f} us; above the launch: {(host - launch) * 1e6:.1f} us (medians of 200 replays, of {a.rounds} rounds)")
+    host = statistics.median(h for h, _ in gpt)
+    launch = statistics.median(l for _, l in gpt)
+    print(f"the GPT peer step's replay() alone: host {host * 1e6:.1f} us, of which the plugin's launch "
+          f"{launch * 1e6:.1f} us; above the launch: {(host - launch) * 1e6:.1f} us (medians of 50 replays, of {a.rounds} rounds)")
 
 
 if __name__ == "__main__":

@@ -36,5 +36,7 @@ def test_pool_follows_torch_threads():
     assert one["ok"] and one["torch"] == 1 and one["pool"] == 1, one
     # One core already gives a pool of one: nothing to set.
     assert one["nproc"] == ("1" if CORES > 1 else None), one
+    empty = child(OMP_NUM_THREADS="1", PJRT_NPROC="")  # unset, as the plugin reads it
+    assert empty["ok"] and empty["pool"] == 1, empty
     mine = child(OMP_NUM_THREADS="1", PJRT_NPROC="3")
     assert mine["ok"] and (mine["nproc"], mine["pool"]) == ("3", 3), mine

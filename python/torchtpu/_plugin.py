@@ -90,9 +90,9 @@ def limit_cpu_threads(path):
     The plugin sizes its pools to the cores it may run on, unless PJRT_NPROC says otherwise. When
     PyTorch's intra-op threads are fewer when the plugin starts (OMP_NUM_THREADS, which torchrun sets
     to 1 for several processes on one host), the plugin gets as many, so that rank processes sharing
-    the cores do not each run a pool over all of them. An explicit PJRT_NPROC is left alone, and so
-    is every plugin but the CPU one."""
-    if "PJRT_NPROC" in os.environ or os.path.basename(path) != "xla_cpu_pjrt.so":
+    the cores do not each run a pool over all of them. A PJRT_NPROC already set is left alone (an
+    empty one counts as unset), and so is every plugin but the CPU one."""
+    if os.environ.get("PJRT_NPROC", "").strip() or os.path.basename(path) != "xla_cpu_pjrt.so":
         return
     import torch
 
