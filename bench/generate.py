@@ -109,7 +109,14 @@ def run_worker(backend, cache, folder, tokens_file, python, timeout):
     for line in r.stdout.splitlines():
         if line.startswith(MARK):
             return json.loads(line[len(MARK):])
-    return {"error": (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]}
+    last = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
+    if backend.startswith("xla") and "allocate" in " ".join(last).lower():
+        # torch_xla keeps every program it compiled for each sequence length, each mapped in many
+        # regions: 64 new tokens pass Linux's default limit of 65530 mappings, and LLVM's next mmap fails.
+        with open("/proc/sys/vm/max_map_count") as f:
+            last.append(f"vm.max_map_count is {f.read().strip()}; torch_xla's generate() needs more "
+                        "(sysctl -w vm.max_map_count=1048576)")
+    return {"error": last}
 
 
 def xla_python(make):
