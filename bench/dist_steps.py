@@ -3,12 +3,12 @@
 Runs examples/train_ddp.py and examples/train_fsdp.py --bf16 under `torchrun --nproc_per_node=2` for each
 variant, the variants taking turns each round, and prints the median over rounds of each run's median step
 (the examples skip their first steps) with its ratio to CPU gloo. Then, per variant, one rank's model run
-alone in one process: its step time and the CPU time it takes per step (two ranks share the machine's cores). A variant is label:NAME=VALUE pairs
-(mode=strict|fused|cpu picks the device and mode; other names are environment settings), e.g. the thread
-pools of the CPU plugin left at one per core:
+alone in one process: its step time and the CPU time it takes per step (two ranks share the machine's
+cores). A variant is label:NAME=VALUE pairs (mode=strict|fused|cpu picks the device and mode; other names
+are environment settings), e.g. the CPU plugin's thread pools at one thread per core:
 
     python bench/dist_steps.py --rounds 3
-    python bench/dist_steps.py --rounds 3 --variants "strict:mode=strict;pool2:mode=strict PJRT_NPROC=2;cpu:mode=cpu"
+    python bench/dist_steps.py --rounds 5 --workloads DDP --variants "strict:mode=strict;pool2:mode=strict PJRT_NPROC=2;cpu:mode=cpu"
 """
 import argparse
 import os
