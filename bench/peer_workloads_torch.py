@@ -144,6 +144,8 @@ class Backend:
             torch.tpu.set_mode("fused" if name in ("fused", "compiled-step", "graph") else "strict")
             if name in ("compiled", "compiled-step"):
                 self.compile = lambda f: torch.compile(f, backend="tpu")
+            elif name == "graph":
+                self.compile = graphed
         elif name in ("xla-lazy", "xla-openxla"):
             import torch_xla
             self.device = torch_xla.device()
@@ -204,8 +206,6 @@ def build(backend, name, folder, tiny=False):
             return loss.detach()
 
         fn = backend.wrap(train_step) if backend.whole_step else train_step
-        if backend.name == "graph":
-            fn = graphed(train_step)
 
         def step():
             loss = fn(x, y)
@@ -218,8 +218,6 @@ def build(backend, name, folder, tiny=False):
         fn, args = backend.wrap(norm_block), (x, w, b)
     else:
         fn, args = backend.wrap(attention), (x[0], x[1], x[2])
-    if backend.name == "graph":
-        fn = graphed(fn)
 
     def fwd():
         with torch.no_grad():
