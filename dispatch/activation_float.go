@@ -177,5 +177,5 @@ func init() {
 	def("aten::threshold", thresholdRule)
 	def("aten::_prelu_kernel", preluKernel)
 	def("aten::_prelu_kernel_backward", preluKernelBackward)
-	def("aten::rrelu_with_noise", rreluWithNoise).Needs = random
+	def("aten::rrelu_with_noise", rreluWithNoise).Needs = randomAt(5)
 }

@@ -16,7 +16,7 @@ func (c *Ctx) randomBits(seedArg int, shape []int64, e hlo.Elem) *hlo.Value {
 	if n == 0 {
 		return b.ConstantInt(hlo.T(e, shape...), 0)
 	}
-	seed := b.Reshape(c.R.ScalarInt(c.Int(seedArg, 0), hlo.S64), 1)
+	seed := b.Reshape(c.R.Seed(seedArg, c.Int(seedArg, 0)), 1)
 	state := b.BitcastConvert(b.Concatenate(0, seed, b.ConstantInt(hlo.T(hlo.S64, 1), 0)), hlo.U64)
 	_, bits := b.RngBitGenerator(state, hlo.T(e, n))
 	return b.Reshape(bits, shape...)

@@ -89,7 +89,7 @@ func geometricRule(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::cauchy", cauchyRule).Needs = random
-	def("aten::log_normal", logNormalRule).Needs = random
-	def("aten::geometric", geometricRule).Needs = random
+	def("aten::cauchy", cauchyRule).Needs = randomAt(3)
+	def("aten::log_normal", logNormalRule).Needs = randomAt(3)
+	def("aten::geometric", geometricRule).Needs = randomAt(2)
 }

@@ -14,10 +14,10 @@ func (c *Ctx) randomInts(seedArg int, shape []int64, from int64, span uint64) *h
 	b := c.B
 	bits := c.randomBits(seedArg, shape, hlo.U64)
 	if span != 0 {
-		s := b.BroadcastTo(b.BitcastConvert(c.R.ScalarInt(int64(span), hlo.S64), hlo.U64), shape)
+		s := b.BroadcastTo(b.BitcastConvert(c.R.IntNumber(int64(span), hlo.S64), hlo.U64), shape)
 		bits = b.Rem(bits, s)
 	}
-	lo := b.BroadcastTo(c.R.ScalarInt(from, hlo.S64), shape)
+	lo := b.BroadcastTo(c.R.IntNumber(from, hlo.S64), shape)
 	return b.Add(b.BitcastConvert(bits, hlo.S64), lo)
 }
 
@@ -175,26 +175,26 @@ func nativeDropoutBackward(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::uniform", uniformRule).Needs = random
+	def("aten::uniform", uniformRule).Needs = randomAt(3)
 	r := def("aten::normal_functional", normalRule, "")
-	r.Needs = random
+	r.Needs = randomAt(3)
 	alias("aten::normal_", r, Inplace)
 	alias("aten::normal.out", r, OutVariant)
 	checked := Needs{Random: true, Results: true} // draws, and reads its std or probabilities back to check them
 	def("aten::normal.Tensor_Tensor", normalTensors, "aten::normal.Tensor_Tensor_out").Needs = checked
-	def("aten::normal.Tensor_float", normalTensors, "aten::normal.Tensor_float_out").Needs = random
+	def("aten::normal.Tensor_float", normalTensors, "aten::normal.Tensor_float_out").Needs = randomAt(2)
 	def("aten::normal.float_Tensor", normalTensors, "aten::normal.float_Tensor_out").Needs = checked
 	r = def("aten::bernoulli.p", bernoulliP, "aten::bernoulli.float_out")
-	r.Needs = random
+	r.Needs = randomAt(2)
 	alias("aten::bernoulli_.float", r, Inplace)
 	def("aten::bernoulli.Tensor", bernoulliTensor(1, 2), "aten::bernoulli.Tensor_out").Needs = checked
 	def("aten::bernoulli", bernoulliTensor(-1, 1)).Needs = checked
-	def("aten::exponential", exponentialRule).Needs = random
-	def("aten::random", randomRange(false, false)).Needs = random
-	def("aten::random.to", randomRange(false, true), "aten::random.to_out").Needs = random
-	def("aten::random.from", randomRange(true, true), "aten::random.from_out").Needs = random
-	alias("aten::randperm.generator_out", &Rule{Name: "aten::randperm.generator_out", Fn: randpermOut, Needs: random}, OutVariant)
+	def("aten::exponential", exponentialRule).Needs = randomAt(2)
+	def("aten::random", randomRange(false, false)).Needs = randomAt(1)
+	def("aten::random.to", randomRange(false, true), "aten::random.to_out").Needs = randomAt(2)
+	def("aten::random.from", randomRange(true, true), "aten::random.from_out").Needs = randomAt(3)
+	alias("aten::randperm.generator_out", &Rule{Name: "aten::randperm.generator_out", Fn: randpermOut, Needs: randomAt(1)}, OutVariant)
 	r = def("aten::native_dropout", nativeDropout, "")
-	r.TrailingSeed, r.Needs = true, random
+	r.TrailingSeed, r.Needs = true, randomAt(3) // input, p, train, then the seed
 	def("aten::native_dropout_backward", nativeDropoutBackward)
 }

@@ -26,8 +26,10 @@ type Reader interface {
 	// IntNumber is Scalar for a Python integer stored in an integer element
 	// type: exact beyond 2^53, and cached like Scalar.
 	IntNumber(v int64, e hlo.Elem) *hlo.Value
-	// ScalarInt is Scalar for an exact 64-bit integer (seeds, counters).
-	ScalarInt(v int64, e hlo.Elem) *hlo.Value
+	// Seed returns the 64-bit seed held by integer argument arg as a rank-0
+	// s64 runtime input, new on every call: the rule declares the argument
+	// in Needs.SeedArg, so a plan replays it with the next call's seed.
+	Seed(arg int, v int64) *hlo.Value
 	// Int64Tensor uploads host integers of the given shape as a runtime
 	// input (indices computed on the host after a sync, e.g. from a mask).
 	Int64Tensor(vals []int64, shape []int64) *hlo.Value
@@ -130,7 +132,8 @@ type Rule struct {
 // engine reads it before lowering: it reads the declared host arguments to
 // the host before the rule runs (so no read flushes the graph under a running
 // rule), and it never plans a rule that reads its own results, draws random
-// numbers or uploads host values (a replay would reuse the first call's).
+// numbers without declaring where their seed comes from, or uploads host
+// values (a replay would reuse the first call's).
 // An undeclared need is an error where TORCHTPU_CHECK_NEEDS=1 (the tests set
 // it); elsewhere it still runs correctly, unplanned.
 type Needs struct {
@@ -142,6 +145,11 @@ type Needs struct {
 	Results bool
 	// Random marks a rule that draws random numbers (a new seed each call).
 	Random bool
+	// Seeded marks a Random rule whose only per-call upload is the seed in
+	// argument SeedArg (Ctx.Seed): the signature leaves that argument's
+	// value out and a plan uploads each call's seed, so the rule is planned.
+	Seeded  bool
+	SeedArg int
 	// Uploads marks a rule that uploads values computed on the host.
 	Uploads bool
 }
@@ -150,13 +158,14 @@ type Needs struct {
 // for later calls with the same signature. Host arguments alone do not
 // prevent it: the engine plans such an op only when it knows their value
 // ranges (and the signature holds them).
-func (n Needs) Plannable() bool { return !n.Results && !n.Random && !n.Uploads }
+func (n Needs) Plannable() bool { return !n.Results && (!n.Random || n.Seeded) && !n.Uploads }
 
 // hostArgs declares that a rule reads arguments args to the host.
 func hostArgs(args ...int) Needs { return Needs{HostArgs: args} }
 
-// random declares that a rule draws random numbers.
-var random = Needs{Random: true}
+// randomAt declares that a rule draws random numbers from the seed in
+// argument arg and uploads nothing else.
+func randomAt(arg int) Needs { return Needs{Random: true, Seeded: true, SeedArg: arg} }
 
 // readsResults declares that a rule reads values it computed (numerical error checks).
 var readsResults = Needs{Results: true}

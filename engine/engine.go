@@ -50,6 +50,8 @@ type Engine struct {
 	lastOptions []byte                  // the options of the latest compile
 	d           *deviceState            // the state of the device ops record for (devices.go)
 	sigBuf      []byte                  // scratch for opSignature
+	sigSeed     int                     // 1 + the seed argument of the op being planned (0: none), left out of its signature
+	opSeeds     []seedUpload            // the seeds the running op uploaded (plan.go, srcSeed)
 	layouts     [][]int64               // the memory order of the running op's new results (layout.go)
 	hostVals    map[*TensorDesc][]int64 // the running rule's declared host arguments, read (needs.go)
 	fusedLog    *planMark               // the op being planned for the fused fast path, if any

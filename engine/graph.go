@@ -127,21 +127,30 @@ func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
 	return buf
 }
 
-// ScalarInt implements dispatch.Reader: an exact integer runtime input.
-// Unlike Scalar the buffer is not cached (seeds change every call).
-func (e *Engine) ScalarInt(v int64, elem hlo.Elem) *hlo.Value {
-	if err := e.needed(e.ruleNeeds().Random, "draws random numbers"); err != nil {
+// Seed implements dispatch.Reader: the seed in argument arg as a runtime
+// input uploaded for this call alone. A seed from the argument the rule
+// declares (Needs.SeedArg) is noted for the op's plan, which uploads each
+// later call's seed from the same argument (srcSeed).
+func (e *Engine) Seed(arg int, v int64) *hlo.Value {
+	n := e.ruleNeeds()
+	if err := e.needed(n.Random, "draws random numbers"); err != nil {
+		panic(err)
+	}
+	if err := e.needed(!n.Seeded || n.SeedArg == arg, fmt.Sprintf("takes a seed from argument %d", arg)); err != nil {
 		panic(err)
 	}
 	t0 := time.Now()
-	buf, err := e.client.BufferFromHost(encodeInt(v, elem), pjrtType(elem), nil, e.dev.cur)
+	buf, err := e.client.BufferFromHost(encodeInt(v, hlo.S64), pjrt.S64, nil, e.dev.cur)
 	if err != nil {
-		panic(fmt.Errorf("uploading a scalar: %w", err))
+		panic(fmt.Errorf("uploading a seed: %w", err))
 	}
-	e.noteTransfer("h2d", int64(elem.Bits()/8), t0, "integer")
+	e.noteTransfer("h2d", 8, t0, "integer")
 	e.d.g.retired = append(e.d.g.retired, buf)
 	e.noteSeed(buf)
-	return e.d.g.param(buf, hlo.T(elem))
+	if n.Seeded && n.SeedArg == arg {
+		e.opSeeds = append(e.opSeeds, seedUpload{buf, arg})
+	}
+	return e.d.g.param(buf, hlo.T(hlo.S64))
 }
 
 // Int64Tensor implements dispatch.Reader: host integers as a runtime input.

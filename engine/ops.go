@@ -61,7 +61,11 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 		}
 	}
 	e.harvest()
-	e.rerun = nil
+	e.rerun, e.opSeeds = nil, e.opSeeds[:0]
+	if entry.Rule.Needs.Seeded { // the seed is left out of the op's signature and tape key
+		e.sigSeed = entry.Rule.Needs.SeedArg + 1
+		defer func() { e.sigSeed = 0 }()
+	}
 	if err := e.cutColdRun(entry.Rule); err != nil {
 		return nil, err
 	}
@@ -196,7 +200,7 @@ func (e *Engine) replay(m *planMark, args []dispatch.Arg) (outs []OutTensor, p *
 	case m.mode == planStrict:
 		outs, ok, err = e.replayStrict(p, args)
 	default:
-		outs, ok, err = e.replayFused(p, args)
+		outs, p, ok, err = e.replayFused(p, args)
 	}
 	if !ok {
 		delete(e.d.plans, m.sig)

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/maphash"
 	"math"
+	"time"
 
 	"torchtpu/dispatch"
 	"torchtpu/hlo"
@@ -50,6 +52,7 @@ type plan struct {
 	refs    []hlo.Ref     // fused mode: the fragment value of each write
 	ranges  []*intRange   // by write: the value range the rule reported for it (nil: none)
 	uploads bool          // fused mode: a source is a one-off upload, so only a step tape may hold the plan
+	seeded  bool          // a source is a seed: each replay uploads its call's seed
 }
 
 // rangeOf returns a copy of the value range plan p gives its write i, or nil.
@@ -90,15 +93,22 @@ type srcKind uint8
 const (
 	srcArg    srcKind = iota // the value of an argument's storage
 	srcScalar                // a cached number
-	srcUpload                // a value the rule uploaded for this call alone (a seed)
+	srcUpload                // a value the rule uploaded for this call alone
+	srcSeed                  // the seed in argument arg, uploaded for each call
 )
 
 // source is where a plan input comes from.
 type source struct {
 	kind     srcKind
-	arg, idx int // srcArg: argument and tensor index
+	arg, idx int // srcArg: argument and tensor index; srcSeed: argument
 	scalar   scalarKey
-	buf      *pjrt.Buffer // srcUpload: the buffer, valid until the graph reading it runs
+	buf      *pjrt.Buffer // srcUpload, srcSeed: this call's buffer, valid until the graph reading it runs
+}
+
+// seedUpload is a seed a rule uploaded (Engine.Seed): its buffer and argument.
+type seedUpload struct {
+	buf *pjrt.Buffer
+	arg int
 }
 
 // planWrite is a storage an op gives a value: new result result (when not
@@ -180,9 +190,13 @@ func (e *Engine) signature(op string, args []dispatch.Arg, kind sigKind) (sig hl
 		w.u(0)
 	}
 	var addrs []uint64
-	for _, a := range args {
+	for i, a := range args {
 		w.u(uint64(a.Kind))
-		w.u(uint64(a.Int))
+		if i+1 == e.sigSeed {
+			w.u(0) // a new seed every call: a plan uploads it (srcSeed)
+		} else {
+			w.u(uint64(a.Int))
+		}
 		w.u(math.Float64bits(a.Double))
 		w.i64s(a.Ints)
 		w.u(uint64(len(a.Doubles)))
@@ -291,11 +305,30 @@ func (w *sigWriter) bytes(s string) {
 }
 
 // scalarSource returns the source of a parameter fed by buffer b: a cached
-// number, or not ok for a one-off upload (seeds, indices), which a plan
-// cannot replay.
+// number, the running op's seed, or not ok for a one-off upload (indices),
+// which a plan cannot replay.
 func (e *Engine) scalarSource(b *pjrt.Buffer) (source, bool) {
-	k, ok := e.d.scalarOf[b]
-	return source{kind: srcScalar, scalar: k}, ok
+	if k, ok := e.d.scalarOf[b]; ok {
+		return source{kind: srcScalar, scalar: k}, true
+	}
+	for _, s := range e.opSeeds {
+		if s.buf == b {
+			return source{kind: srcSeed, arg: s.arg, buf: b}, true
+		}
+	}
+	return source{}, false
+}
+
+// seedBuffer uploads the seed in argument arg of args for a replay; it is
+// destroyed once the graph or launch reading it has run.
+func (e *Engine) seedBuffer(args []dispatch.Arg, arg int) *pjrt.Buffer {
+	t0 := time.Now()
+	buf, err := e.client.BufferFromHost(encodeInt(args[arg].Int, hlo.S64), pjrt.S64, nil, e.dev.cur)
+	if err != nil {
+		panic(fmt.Errorf("uploading a seed: %w", err))
+	}
+	e.noteTransfer("h2d", 8, t0, "integer")
+	return buf
 }
 
 // writtenStorage returns the storage written by w: a new result from

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+
 	"torchtpu/dispatch"
 	"torchtpu/hlo"
 )
@@ -99,8 +101,8 @@ func (e *Engine) markFused(m *planMark, args []dispatch.Arg) bool {
 
 // makeFusedPlan cuts the op just recorded after mark m into a plan, or
 // returns nil when it cannot be replayed. A plan whose op uploaded values of
-// its own (seeds) has uploads set: only a step tape keeps it, re-running the
-// rule for new uploads.
+// its own has uploads set: only a step tape keeps it, re-running the rule for
+// new uploads. A declared seed is a source of its own (srcSeed).
 func (e *Engine) makeFusedPlan(m *planMark, args []dispatch.Arg, outs []OutTensor) *plan {
 	g := e.d.g
 	if g != m.g || e.m.Executions != m.execs || len(g.extra) != m.extra || len(g.params) != g.b.NumParams() {
@@ -115,6 +117,7 @@ func (e *Engine) makeFusedPlan(m *planMark, args []dispatch.Arg, outs []OutTenso
 		if !ok {
 			src, p.uploads = source{kind: srcUpload, buf: b}, true
 		}
+		p.seeded = p.seeded || src.kind == srcSeed
 		p.sources = append(p.sources, src)
 	}
 	var result map[uint64]int
@@ -141,29 +144,46 @@ func (e *Engine) makeFusedPlan(m *planMark, args []dispatch.Arg, outs []OutTenso
 
 // replayFused records plan p on args into the pending graph. It reports
 // ok=false, having recorded nothing, when an argument's value no longer
-// matches the plan (the caller then takes the full path).
-func (e *Engine) replayFused(p *plan, args []dispatch.Arg) (outs []OutTensor, ok bool, err error) {
+// matches the plan (the caller then takes the full path). A seeded plan
+// uploads this call's seeds; used is then a copy of p naming their buffers
+// (a step tape binds them), otherwise p.
+func (e *Engine) replayFused(p *plan, args []dispatch.Arg) (outs []OutTensor, used *plan, ok bool, err error) {
 	g := e.d.g
 	var inputs, params []*hlo.Value
-	types := p.frag.Params()
 	for _, src := range p.sources {
-		if src.kind == srcScalar {
+		if src.kind == srcArg {
+			v := e.storageValue(e.argStorage(args, src.arg, src.idx))
+			if v == nil {
+				return nil, nil, false, nil
+			}
+			inputs = append(inputs, v)
+		}
+	}
+	used = p
+	if p.seeded {
+		c := *p
+		c.sources = slices.Clone(p.sources)
+		used = &c
+	}
+	types := p.frag.Params()
+	for i, src := range used.sources {
+		switch src.kind {
+		case srcScalar:
 			params = append(params, g.scalarParam(e.scalarBuffer(src.scalar), types[len(params)]))
-			continue
+		case srcSeed:
+			buf := e.seedBuffer(args, src.arg)
+			g.retired = append(g.retired, buf)
+			used.sources[i].buf = buf
+			params = append(params, g.param(buf, types[len(params)]))
 		}
-		v := e.storageValue(e.argStorage(args, src.arg, src.idx))
-		if v == nil {
-			return nil, false, nil
-		}
-		inputs = append(inputs, v)
 	}
 	vals, ok := g.b.Paste(p.frag, inputs, params, p.refs)
 	if !ok {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	sts, outs, err := e.newResults(p.results)
 	if err != nil {
-		return nil, true, err
+		return nil, used, true, err
 	}
 	for i, w := range p.writes {
 		st := e.writtenStorage(sts, args, w)
@@ -174,5 +194,5 @@ func (e *Engine) replayFused(p *plan, args []dispatch.Arg) (outs []OutTensor, ok
 		st.known = p.rangeOf(i)
 	}
 	e.m.FusedFastPathHits++
-	return outs, true, nil
+	return outs, used, true, nil
 }

@@ -42,6 +42,7 @@ func (e *Engine) makeStrictPlan(m *planMark, args []dispatch.Arg, outs []OutTens
 		if !ok {
 			return nil
 		}
+		p.seeded = p.seeded || src.kind == srcSeed
 		p.sources = append(p.sources, src)
 	}
 	var results map[uint64]int
@@ -77,11 +78,20 @@ func (e *Engine) replayStrict(p *plan, args []dispatch.Arg) (outs []OutTensor, o
 	}
 	prog := x.(*program)
 	bufs := make([]*pjrt.Buffer, len(prog.used))
+	var seeds []*pjrt.Buffer
+	defer func() {
+		for _, b := range seeds {
+			b.Destroy() // after the launch: the plugin holds a buffer a launch reads
+		}
+	}()
 	for i, pi := range prog.used {
-		src := p.sources[pi]
-		if src.kind == srcScalar {
+		switch src := p.sources[pi]; src.kind {
+		case srcScalar:
 			bufs[i] = e.scalarBuffer(src.scalar)
-		} else {
+		case srcSeed:
+			bufs[i] = e.seedBuffer(args, src.arg)
+			seeds = append(seeds, bufs[i])
+		default:
 			bufs[i] = e.argStorage(args, src.arg, src.idx).buf
 		}
 	}

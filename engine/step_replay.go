@@ -49,7 +49,20 @@ func (e *Engine) replayStep(s *segment, op string, entry dispatch.Entry, args []
 }
 
 // replayTapeOp gives te's results new storages and marks the storages te writes as given a value.
+// A seeded op uploads this call's seeds: te's plan becomes a copy naming their buffers, which the
+// segment's launch binds.
 func (e *Engine) replayTapeOp(s *segment, te *tapeOp, args []dispatch.Arg) ([]OutTensor, error) {
+	if te.p.seeded {
+		c := *te.p
+		c.sources = slices.Clone(te.p.sources)
+		for j, src := range c.sources {
+			if src.kind == srcSeed {
+				c.sources[j].buf = e.seedBuffer(args, src.arg)
+				s.retired = append(s.retired, c.sources[j].buf)
+			}
+		}
+		te.p = &c
+	}
 	sts, outs, err := e.newResults(te.p.results)
 	if err != nil {
 		return nil, err

@@ -28,8 +28,9 @@ import (
 // an op's new result. The key has two parts: the hard part (all of the above
 // but numbers) and the soft part (Python numbers, seeds, view offsets and
 // CPU scalars), which runtime inputs usually carry: an op whose soft part
-// differs, or that uploads values of its own (a seed), runs its rule again,
-// and keeps the replay when it records the same fragment.
+// differs, or that uploads values of its own, runs its rule again, and keeps
+// the replay when it records the same fragment. A declared seed is not a part
+// of the key: the replay uploads the call's seed.
 
 // maxTapes bounds a device's tape table; it is cleared when full.
 const maxTapes = 64
@@ -175,13 +176,15 @@ func (e *Engine) tapeKey(s *segment, op string, args []dispatch.Arg) bool {
 	h, n := sigWriter{buf: s.hard[:0]}, sigWriter{buf: s.soft[:0]}
 	h.bytes(op)
 	h.u(uint64(dispatch.DefaultFloat()))
-	for _, a := range args {
+	for i, a := range args {
 		h.u(uint64(a.Kind))
 		h.i64s(a.Ints)
 		h.bytes(a.Str)
 		h.u(uint64(len(a.Doubles)))
 		h.u(uint64(len(a.Handles)))
-		n.u(uint64(a.Int))
+		if i+1 != e.sigSeed { // a replay uploads the call's seed (replayTapeOp)
+			n.u(uint64(a.Int))
+		}
 		n.u(math.Float64bits(a.Double))
 		for _, d := range a.Doubles {
 			n.u(math.Float64bits(d))
@@ -315,7 +318,7 @@ next:
 			if k, ok := e.d.scalarOf[b]; !ok || k != x.scalar {
 				return false
 			}
-		case srcUpload:
+		case srcUpload, srcSeed:
 			if x.buf != b {
 				return false
 			}

@@ -244,7 +244,8 @@ def test_dropout_draws_anew_each_replayed_step(fused):
     for _ in range(6):
         outs.append((F.dropout(x, 0.5, training=True) + 0).cpu())
     m = torch.tpu.metrics()
-    assert m["step_replays"] >= 4 and m["step_replay_reruns"] >= 4, m
+    # The dropout replays without running its rule again: each replay uploads its own seed.
+    assert m["step_replays"] >= 4 and m["step_replay_reruns"] == 0, m
     masks = [o != 0 for o in outs]
     for a, b in zip(masks, masks[1:]):
         assert not torch.equal(a, b)
