@@ -21,7 +21,7 @@ func (r *fakeReader) Read(h any) *hlo.Value { return h.(*hlo.Value) }
 
 func (r *fakeReader) Scalar(v float64, e hlo.Elem) *hlo.Value { return r.b.Scalar(e, v) }
 
-func (r *fakeReader) Seed(arg int, v int64) *hlo.Value { return r.b.ConstantInt(hlo.T(hlo.S64), v) }
+func (r *fakeReader) Seed(arg int, v int64) *hlo.Value         { return r.b.ConstantInt(hlo.T(hlo.S64), v) }
 func (r *fakeReader) IntNumber(v int64, e hlo.Elem) *hlo.Value { return r.b.ConstantInt(hlo.T(e), v) }
 
 func (r *fakeReader) Int64Values(v *hlo.Value) ([]int64, error) {
