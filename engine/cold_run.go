@@ -126,6 +126,7 @@ func (e *Engine) startColdRun() bool {
 		return false
 	}
 	if e.compiling(skey) { // an op without a plan whose program the pool compiles: run, do not wait
+		e.releaseJobs([]string{skey})
 		g.cold = &coldRun{keys: []string{skey}}
 		e.m.ColdRuns++
 		return true
@@ -160,6 +161,7 @@ func (e *Engine) rerunFor(p *plan) bool {
 	if p.run == nil || !e.pending(p.run) {
 		return false
 	}
+	e.releaseJobs(p.run.keys) // the run repeats: its one-op programs are worth compiling
 	e.rerun = p.run
 	return true
 }

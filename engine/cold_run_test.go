@@ -56,10 +56,10 @@ func sameValues(t *testing.T, what string, got, want []float32) {
 }
 
 // TestColdRunThenOneOpPrograms checks the life of a cold run: three new ops
-// launch as one program while their one-op programs compile in the pool; a
-// second call of the ops while those still compile records the run again
-// and launches its program (no compile, no wait); once they have compiled,
-// the ops run one program each through the strict fast path.
+// launch as one program and their one-op programs are held for the pool; a
+// second call of the ops records the run again, launches its program (no
+// compile, no wait) and hands the three to the workers; once they have
+// compiled, the ops run one program each through the strict fast path.
 func TestColdRunThenOneOpPrograms(t *testing.T) {
 	e := newTestEngine(t, ModeStrict)
 	e.noColdRuns = false
@@ -68,16 +68,22 @@ func TestColdRunThenOneOpPrograms(t *testing.T) {
 
 	got, want := coldChain(t, e, shape)
 	sameValues(t, "cold run", got, want)
-	if e.m.ColdRuns != 1 || e.m.BackgroundCompiles != 3 || e.m.Executions != 1 || e.m.GraphsCompiled != 1 {
-		t.Fatalf("cold run: runs %d, background compiles %d, executions %d, compiled %d; want 1, 3, 1, 1",
-			e.m.ColdRuns, e.m.BackgroundCompiles, e.m.Executions, e.m.GraphsCompiled)
+	held := 0
+	for k := range e.cp.inflight {
+		if e.held(k) {
+			held++
+		}
+	}
+	if e.m.ColdRuns != 1 || e.m.BackgroundCompiles != 0 || held != 3 || e.m.Executions != 1 || e.m.GraphsCompiled != 1 {
+		t.Fatalf("cold run: runs %d, background compiles %d, held %d, executions %d, compiled %d; want 1, 0, 3, 1, 1",
+			e.m.ColdRuns, e.m.BackgroundCompiles, held, e.m.Executions, e.m.GraphsCompiled)
 	}
 
 	got, want = coldChain(t, e, shape)
 	sameValues(t, "run again", got, want)
-	if e.m.ColdRuns != 2 || e.m.Executions != 2 || e.m.GraphsCompiled != 1 || e.m.CompileWaits != 0 {
-		t.Fatalf("run again: runs %d, executions %d, compiled %d, waits %d; want 2, 2, 1, 0",
-			e.m.ColdRuns, e.m.Executions, e.m.GraphsCompiled, e.m.CompileWaits)
+	if e.m.ColdRuns != 2 || e.m.BackgroundCompiles != 3 || e.m.Executions != 2 || e.m.GraphsCompiled != 1 || e.m.CompileWaits != 0 {
+		t.Fatalf("run again: runs %d, background compiles %d, executions %d, compiled %d, waits %d; want 2, 3, 2, 1, 0",
+			e.m.ColdRuns, e.m.BackgroundCompiles, e.m.Executions, e.m.GraphsCompiled, e.m.CompileWaits)
 	}
 
 	e.cp.busy.Add(-1)
@@ -93,6 +99,20 @@ func TestColdRunThenOneOpPrograms(t *testing.T) {
 	if e.m.FastPathHits-hits != 3 || e.m.Executions != 5 || e.m.GraphsCompiled != 4 || e.m.ColdRuns != 2 {
 		t.Fatalf("op by op: fast path hits %d, executions %d, compiled %d, runs %d; want 3, 5, 4, 2",
 			e.m.FastPathHits-hits, e.m.Executions, e.m.GraphsCompiled, e.m.ColdRuns)
+	}
+}
+
+// TestColdRunOnceCompilesOnce checks that ops run once compile only their
+// run's program: their held one-op programs are dropped when the pool stops.
+func TestColdRunOnceCompilesOnce(t *testing.T) {
+	e := newTestEngine(t, ModeStrict)
+	e.noColdRuns = false
+	got, want := coldChain(t, e, []int64{2, 5})
+	sameValues(t, "cold run", got, want)
+	e.StopCompiles()
+	if e.m.ColdRuns != 1 || e.m.BackgroundCompiles != 0 || e.m.GraphsCompiled != 1 || len(e.cp.inflight) != 0 {
+		t.Fatalf("runs %d, background compiles %d, compiled %d, jobs left %d; want 1, 0, 1, 0",
+			e.m.ColdRuns, e.m.BackgroundCompiles, e.m.GraphsCompiled, len(e.cp.inflight))
 	}
 }
 

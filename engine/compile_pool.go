@@ -30,6 +30,7 @@ type compileJob struct {
 	donated int          // its donation pairs
 	sum     *hlo.Summary // what a recompile is explained by
 	fl      flushCtx     // the op it was made for, for messages and events
+	held    bool         // not yet handed to the workers (engine lock): its op has run once only
 
 	state              atomic.Int32 // jobQueued, jobRunning or jobTaken
 	queued, start, end time.Time
@@ -127,7 +128,9 @@ func (e *Engine) compileWorker(p *compilePool) {
 }
 
 // submit hands the module text (from a builder whose parameters in order
-// are used, summarized by sum) to the pool under structural key skey.
+// are used, summarized by sum) to the pool under structural key skey. The
+// job is held until its cold run records again (releaseJobs): an op that runs
+// once, as most of a test suite's do, never pays for a second compile.
 func (e *Engine) submit(skey, text string, used []int, donated int, sum *hlo.Summary, fl flushCtx) {
 	p := e.pool()
 	if p.stopped || p.inflight[skey] != nil {
@@ -141,8 +144,35 @@ func (e *Engine) submit(skey, text string, used []int, donated int, sum *hlo.Sum
 	if r := e.d.g.cold; r != nil {
 		r.add(skey)
 	}
-	e.m.BackgroundCompiles++
-	p.jobs <- j
+	j.held = true
+}
+
+// releaseJobs hands the held jobs among keys to the workers.
+func (e *Engine) releaseJobs(keys []string) {
+	if e.cp == nil || e.cp.stopped {
+		return
+	}
+	for _, k := range keys {
+		if j := e.cp.inflight[k]; j != nil && j.held {
+			j.held, j.queued = false, time.Now()
+			e.m.BackgroundCompiles++
+			e.cp.jobs <- j
+		}
+	}
+}
+
+// held reports whether the pool holds skey's job back from the workers.
+func (e *Engine) held(skey string) bool {
+	j := e.inflight(skey)
+	return j != nil && j.held
+}
+
+// inflight returns the pool's job for skey, or nil.
+func (e *Engine) inflight(skey string) *compileJob {
+	if e.cp == nil {
+		return nil
+	}
+	return e.cp.inflight[skey]
 }
 
 // compiling reports whether the pool holds a job for structural key skey.
@@ -163,19 +193,23 @@ func (e *Engine) takeBack(skey string) bool {
 	}
 	close(j.done)
 	delete(e.cp.inflight, skey)
-	e.m.BackgroundCompiles--
+	if !j.held {
+		e.m.BackgroundCompiles--
+	}
 	return true
 }
 
 // awaitProgram waits for the pool's job for skey, if any, and harvests it:
 // afterwards the program is in the in-memory tier unless its compile failed
-// (the error is returned) or the pool stopped first.
+// (the error is returned), the pool stopped first, or the job was held (it
+// is dropped: the caller compiles the program on its full path).
 func (e *Engine) awaitProgram(skey string) error {
-	if e.cp == nil {
+	j := e.inflight(skey)
+	if j == nil {
 		return nil
 	}
-	j := e.cp.inflight[skey]
-	if j == nil {
+	if j.held {
+		e.takeBack(skey)
 		return nil
 	}
 	select {
@@ -238,6 +272,9 @@ func (e *Engine) AwaitCompiles() error {
 		return nil
 	}
 	var first error
+	for skey := range e.cp.inflight {
+		e.releaseJobs([]string{skey})
+	}
 	for len(e.cp.inflight) > 0 {
 		for skey := range e.cp.inflight {
 			if err := e.awaitProgram(skey); err != nil && first == nil {
@@ -249,16 +286,21 @@ func (e *Engine) AwaitCompiles() error {
 	return first
 }
 
-// StopCompiles stops the compile pool before the process exits. With a
-// persistent tier on, queued jobs still compile, so that the next process
-// finds every program; without one they are dropped. Running ones finish.
-// Ops after it compile in the foreground.
+// StopCompiles stops the compile pool before the process exits. Held jobs
+// are dropped. With a persistent tier on, queued jobs still compile, so that
+// the next process finds every program; without one they are dropped.
+// Running ones finish. Ops after it compile in the foreground.
 func (e *Engine) StopCompiles() {
 	e.mu.Lock()
 	p := e.cp
 	if p == nil || p.stopped {
 		e.mu.Unlock()
 		return
+	}
+	for skey, j := range p.inflight {
+		if j.held {
+			e.takeBack(skey)
+		}
 	}
 	if e.tiers != nil {
 		e.mu.Unlock()
