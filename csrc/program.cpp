@@ -90,6 +90,24 @@ std::tuple<std::vector<at::Tensor>, std::string> run_program(int64_t handle, con
   return {std::move(results), std::string()};
 }
 
+// graph_replay replays graph program handle (no positional inputs, no fresh results) with seeds from
+// device's generator, and returns the mismatch message, empty when it ran.
+std::string graph_replay(int64_t handle, int64_t device) {
+  std::vector<int64_t> seeds(static_cast<size_t>(ttpu_program_seeds(handle)));
+  for (auto& s : seeds) {
+    s = seed_for_op(std::nullopt, static_cast<c10::DeviceIndex>(device));
+  }
+  int32_t n = 0;
+  ErrBuf err;
+  ttpu_status s = ttpu_program_run(handle, nullptr, 0, seeds.data(), static_cast<int32_t>(seeds.size()), nullptr, 0,
+                                   &n, err.data(), err.len());
+  if (s == TTPU_MISMATCH) {
+    return err.str();
+  }
+  check(s, err, "graph_replay");
+  return std::string();
+}
+
 void graph_capture_begin() {
   ErrBuf err;
   check(ttpu_graph_capture_begin(err.data(), err.len()), err, "graph_capture_begin");
@@ -119,6 +137,7 @@ TORCH_LIBRARY_FRAGMENT(torchtpu, m) {
   m.def("graph_capture_begin() -> ()", &graph_capture_begin);
   m.def("graph_capture_end() -> int", &graph_capture_end);
   m.def("run_program(int handle, Tensor[] inputs) -> (Tensor[], str)", &run_program);
+  m.def("graph_replay(int handle, int device) -> str", &graph_replay);
   m.def("program_text(int handle) -> str", &program_text);
 }
 

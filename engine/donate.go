@@ -38,6 +38,9 @@ func (e *Engine) donateWritten(p *Program, c *capture, g *graph, bufInput map[*p
 // releaseDonors flushes the pending graph when it reads a buffer the program
 // is about to donate: a donated buffer is gone once the program has run.
 func (e *Engine) releaseDonors(p *Program, sts []*Storage) error {
+	if len(e.d.g.paramOf) == 0 {
+		return nil // the pending graph reads no buffer
+	}
 	for _, i := range p.donated {
 		if _, used := e.d.g.paramOf[sts[i].buf]; used {
 			return e.flush()

@@ -30,6 +30,7 @@ type Storage struct {
 	slot    int32          // its slot in that segment
 	pad     *padding       // how buf or pending is padded, if it is (pad.go)
 	grown   int            // 1 + the dimension along which the value is an append, or 0 (pad.go)
+	dead    bool           // removed from the engine's storages (graph_bound.go)
 }
 
 // Engine is one PJRT client and the state of its devices.
@@ -246,6 +247,7 @@ func (e *Engine) Free(addr uint64) {
 		return
 	}
 	delete(e.storages, addr)
+	st.dead = true
 	e.live--
 	e.liveB -= st.nbytes
 	if !e.keepForReplay(st) {

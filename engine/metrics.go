@@ -25,6 +25,7 @@ type Metrics struct {
 	FastPathHits       int64            `json:"strict_fast_path_hits"`
 	FusedFastPathHits  int64            `json:"fused_fast_path_hits"`
 	CompiledDeferred   int64            `json:"compiled_deferred"`     // compiled replays recorded into the pending graph (program_defer.go)
+	GraphBoundReplays  int64            `json:"graph_bound_replays"`   // graph replays that bound the storages the previous replay checked (graph_bound.go)
 	StepReplays        int64            `json:"step_replays"`          // fused segments launched from a step tape, nothing recorded (step_replay.go)
 	StepReplayOps      int64            `json:"step_replay_ops"`       // ops those segments matched by key alone: no rule, no recording
 	StepReplayReruns   int64            `json:"step_replay_reruns"`    // ops whose numbers or seeds changed: the rule ran, its program stayed the tape's

@@ -396,6 +396,7 @@ func (e *Engine) newResults(rs []OutTensor) (sts []*Storage, outs []OutTensor, e
 // freeStorage undoes newStorage for a result that was never handed out.
 func (e *Engine) freeStorage(st *Storage) {
 	delete(e.storages, st.addr)
+	st.dead = true
 	e.live--
 	e.liveB -= st.nbytes
 	e.dropBuffer(st.buf)

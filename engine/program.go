@@ -33,6 +33,14 @@ type Program struct {
 	deferred *deferred
 	step     bool // a replay opens a compiled step in strict mode (program_defer.go)
 
+	// bound holds a graph's storages as the last replay checked them in
+	// full, for the next replay's boundHolds (graph_bound.go).
+	bound *boundStorages
+	// args holds a parameter list with the constants in place; vary lists
+	// the parameters each launch binds anew (bindProgram).
+	args []*pjrt.Buffer
+	vary []int
+
 	// Set between capture and the first launch only.
 	captured    []*Storage
 	captureArgs []*pjrt.Buffer
@@ -114,7 +122,7 @@ func (p *Program) release() {
 			b.buf.Destroy()
 		}
 	}
-	p.binds = nil
+	p.binds, p.bound, p.args, p.vary = nil, nil, nil, nil
 	if p.deferred != nil {
 		p.deferred.release()
 		p.deferred = nil
@@ -182,27 +190,37 @@ func (e *Engine) RunProgram(h int64, inputs []*TensorDesc, seeds []int64, maxOut
 	if e.capture != nil {
 		return nil, fmt.Errorf("torchtpu: a compiled program cannot run while a graph is being captured")
 	}
-	if p.stores != nil && len(inputs) == 0 {
+	graph := p.stores != nil && len(inputs) == 0
+	var sts []*Storage // the inputs' storages, checked
+	if graph && len(seeds) == p.nseeds && e.boundHolds(p) {
+		sts = p.bound.sts
+		e.m.GraphBoundReplays++
+	} else if graph {
 		var err error
 		if inputs, err = e.graphInputs(p); err != nil {
 			return nil, err
 		}
 	}
-	if len(inputs) != len(p.sig) || len(seeds) != p.nseeds {
+	if sts == nil && len(inputs) != len(p.sig) || len(seeds) != p.nseeds {
 		return nil, &MismatchError{fmt.Sprintf("%d inputs and %d seeds, the program takes %d and %d", len(inputs), len(seeds), len(p.sig), p.nseeds)}
 	}
 	if n := e.programOutputs(p); n > maxOuts {
 		return nil, fmt.Errorf("torchtpu: a compiled program gives %d results, the caller allows %d", n, maxOuts)
 	}
 	e.openStep(p)
-	if e.defers(p) {
+	if sts == nil && e.defers(p) {
 		if outs, ok, err := e.deferProgram(p, inputs, seeds); ok || err != nil {
 			return outs, err
 		}
 	}
-	sts, err := e.programInputs(p, inputs)
-	if err != nil {
-		return nil, err
+	if sts == nil {
+		var err error
+		if sts, err = e.programInputs(p, inputs); err != nil {
+			return nil, err
+		}
+		if graph {
+			p.keepBound(sts)
+		}
 	}
 	if err := e.releaseDonors(p, sts); err != nil {
 		return nil, err
@@ -265,15 +283,24 @@ func (e *Engine) programInputs(p *Program, inputs []*TensorDesc) ([]*Storage, er
 
 // bindProgram returns the buffer of each of p's parameters: input buffers,
 // the program's constants, and seeds and view offsets uploaded now (returned
-// in uploaded, for the caller to destroy).
+// in uploaded, for the caller to destroy). The list is p's own, reused by
+// each launch (the engine's lock is held from binding to launch).
 func (e *Engine) bindProgram(p *Program, inputs []*TensorDesc, sts []*Storage, seeds []int64) (args, uploaded []*pjrt.Buffer, err error) {
-	args = make([]*pjrt.Buffer, len(p.binds))
-	for k, b := range p.binds {
-		switch b.kind {
+	if p.args == nil {
+		p.args = make([]*pjrt.Buffer, len(p.binds))
+		for k, b := range p.binds {
+			if b.kind == bindConst {
+				p.args[k] = b.buf
+			} else {
+				p.vary = append(p.vary, k)
+			}
+		}
+	}
+	args = p.args
+	for _, k := range p.vary {
+		switch b := &p.binds[k]; b.kind {
 		case bindInput:
 			args[k] = sts[b.index].buf
-		case bindConst:
-			args[k] = b.buf
 		case bindSeed, bindOffset:
 			var v int64
 			if b.kind == bindOffset {
@@ -306,7 +333,7 @@ func (e *Engine) launchProgram(p *Program, sts []*Storage, args []*pjrt.Buffer) 
 		return nil, err
 	}
 	_, err = e.execute(p.launch(), p.exe, args, func(results []*pjrt.Buffer) []*pjrt.Buffer {
-		var replaced []*pjrt.Buffer
+		replaced := make([]*pjrt.Buffer, 0, len(p.results))
 		n := 0
 		for k, r := range p.results {
 			switch r.kind {

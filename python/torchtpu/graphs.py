@@ -64,8 +64,7 @@ class TPUGraph:
         static outputs and every other storage the region wrote."""
         if not self._state[0]:
             raise RuntimeError("torch.tpu.TPUGraph: replay() of a graph that holds no capture")
-        with torch.tpu.device(self._device):
-            results, mismatch = torch.ops.torchtpu.run_program(self._state[0], [])
+        mismatch = torch.ops.torchtpu.graph_replay(self._state[0], self._device)
         if mismatch:
             raise RuntimeError(f"torch.tpu.TPUGraph: replay failed: {mismatch}")
 
