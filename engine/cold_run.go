@@ -10,18 +10,22 @@ import (
 
 // Cold runs. Strict mode runs every op as a program of its own, so a first
 // step would compile each new op's program before the next op could run.
-// Instead, an op whose program is in no tier (a cold op) hands its one-op
-// module to the compile pool (compile_pool.go) and stays pending: the ops
-// after it record into the same graph, as fused mode records, until a place
-// where fused mode would flush (a sync point, a step mark, a backward
+// Instead, an op whose program is in no tier (a cold op) stays pending: the
+// ops after it record into the same graph, as fused mode records, until a
+// place where fused mode would flush (a sync point, a step mark, a backward
 // boundary, the size cap) or an op that cannot be planned. The run then
-// launches as one program. Each op of the run that the fused fast path can
-// plan also gets its one-op program, made from the fragment the plan cut
-// (soloPlan) and compiled by the pool, and a strict plan under the signature
-// it will have once its inputs hold buffers. Later steps find those programs
-// and run op by op as before; an op whose program is still compiling waits
-// for it. Cold runs are opt-in (TORCHTPU_COLD_RUNS=1, torch.tpu.set_cold_runs):
-// without them every cold op compiles in the foreground.
+// launches as one program. The cold op, and each op of the run that the
+// fused fast path can plan, also gets its one-op program (for planned ops
+// made from the fragment the plan cut, soloPlan) and a strict plan under the
+// signature it will have once its inputs hold buffers. The compile pool
+// (compile_pool.go) holds those programs until the run records again, so
+// that ops run once compile only their run, and the first step's compiles
+// have the cores to themselves; then it compiles them in the background
+// while each call records the run again and launches its cached program.
+// Later steps find the one-op programs and run op by op as before.
+// Cold runs are opt-in (TORCHTPU_COLD_RUNS=1, torch.tpu.set_cold_runs):
+// without them every cold op compiles in the foreground, so strict mode's
+// values never depend on when a background compile finishes.
 
 // coldRun is one cold run: the keys of the one-op programs handed to the
 // pool while it recorded. Its first op's strict plan keeps it: while one of

@@ -20,20 +20,30 @@ const smallProgramOps = 64
 // vectorizing. bench/results/compile_options.md holds the measurements.
 const fastCompileSpec = "xla_cpu_use_fusion_emitters=false"
 
+// roundingSpec keeps every op's rounding to its result dtype inside a
+// program: by default XLA may drop a float16/bfloat16 result's rounding
+// between two ops of one program (excess precision), so a graph of several
+// ops would give other values than CPU, which rounds each op's result.
+const roundingSpec = "xla_allow_excess_precision=false"
+
 // compileOptions returns the compile options for every program and those for
-// small programs: the defaults (portable ones with several devices), the
-// small-program options on top unless TORCHTPU_FAST_COMPILE is 0, and
-// TORCHTPU_XLA_OPTIONS over both, so that a user's choice wins. fast is nil
-// when small programs get no options of their own.
+// small programs: the defaults (portable ones with several devices) with
+// roundingSpec, the small-program options on top unless TORCHTPU_FAST_COMPILE
+// is 0, and TORCHTPU_XLA_OPTIONS over both, so that a user's choice wins.
+// fast is nil when small programs get no options of their own.
 func compileOptions(portable bool) (all, fast []byte, err error) {
 	user := os.Getenv("TORCHTPU_XLA_OPTIONS")
-	if all, err = pjrt.WithOverrides(pjrt.CompileOptions(portable), user); err != nil {
+	base, err := pjrt.WithOverrides(pjrt.CompileOptions(portable), roundingSpec)
+	if err != nil {
+		return nil, nil, err
+	}
+	if all, err = pjrt.WithOverrides(base, user); err != nil {
 		return nil, nil, fmt.Errorf("torchtpu: TORCHTPU_XLA_OPTIONS: %v", err)
 	}
 	if os.Getenv("TORCHTPU_FAST_COMPILE") == "0" {
 		return all, nil, nil
 	}
-	fast, err = pjrt.WithOverrides(pjrt.CompileOptions(portable), fastCompileSpec)
+	fast, err = pjrt.WithOverrides(base, fastCompileSpec)
 	if err != nil {
 		return nil, nil, err
 	}

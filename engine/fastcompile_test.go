@@ -102,13 +102,13 @@ func TestSmallProgramsCompileFast(t *testing.T) {
 	_, err := e.program(small, smallOut, nil)
 	require.NoError(t, err)
 	require.Equal(t, e.fastOptions, e.lastOptions, "a one-op program compiles with the small-program options")
-	require.Equal(t, map[string]int64{"xla_cpu_use_fusion_emitters": 0}, overridesOf(t, e.lastOptions))
+	require.Equal(t, map[string]int64{"xla_allow_excess_precision": 0, "xla_cpu_use_fusion_emitters": 0}, overridesOf(t, e.lastOptions))
 
 	big, bigOut := chain(smallProgramOps + 1)
 	_, err = e.program(big, bigOut, nil)
 	require.NoError(t, err)
 	require.Equal(t, e.options, e.lastOptions, "a program over the limit compiles with the defaults")
-	require.Empty(t, overridesOf(t, e.lastOptions))
+	require.Equal(t, map[string]int64{"xla_allow_excess_precision": 0}, overridesOf(t, e.lastOptions))
 
 	edge, edgeOut := chain(smallProgramOps)
 	_, err = e.program(edge, edgeOut, nil)
@@ -125,7 +125,7 @@ func TestFastCompileOff(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, e.fastOptions)
 	require.Equal(t, e.options, e.lastOptions)
-	require.Empty(t, overridesOf(t, e.lastOptions))
+	require.Equal(t, map[string]int64{"xla_allow_excess_precision": 0}, overridesOf(t, e.lastOptions))
 }
 
 func TestUserOptionsOverrideFastCompile(t *testing.T) {
@@ -135,11 +135,11 @@ func TestUserOptionsOverrideFastCompile(t *testing.T) {
 	b, out := chain(1)
 	_, err := e.program(b, out, nil)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int64{"xla_cpu_use_fusion_emitters": 1, "xla_cpu_prefer_vector_width": 128},
+	require.Equal(t, map[string]int64{"xla_allow_excess_precision": 0, "xla_cpu_use_fusion_emitters": 1, "xla_cpu_prefer_vector_width": 128},
 		overridesOf(t, e.lastOptions), "the user's options apply over the small-program ones")
 	big, bigOut := chain(smallProgramOps + 1)
 	_, err = e.program(big, bigOut, nil)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int64{"xla_cpu_use_fusion_emitters": 1, "xla_cpu_prefer_vector_width": 128},
+	require.Equal(t, map[string]int64{"xla_allow_excess_precision": 0, "xla_cpu_use_fusion_emitters": 1, "xla_cpu_prefer_vector_width": 128},
 		overridesOf(t, e.lastOptions))
 }
