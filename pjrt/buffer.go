@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -19,6 +20,7 @@ import (
 type Buffer struct {
 	c      *Client
 	mu     sync.Mutex
+	holder atomic.Uint64 // the launch holding mu (Execute), 0 for none
 	b      *C.PJRT_Buffer
 	dims   []int64
 	dtype  DType

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -141,17 +142,25 @@ func (x *Executable) Execute(args []*Buffer, device int) ([]*Buffer, *Event, err
 		return nil, nil, fmt.Errorf("pjrt: execute: executable is compiled for device %d, not device %d; compile with CompileOptions(true) to run it on any device", x.devices[0], device)
 	}
 	cargs := make([]*C.PJRT_Buffer, len(args))
-	locked := make(map[*Buffer]bool, len(args))
+	// Hold each distinct argument's lock so that it cannot be destroyed while
+	// the launch is in progress. A buffer passed twice is known by the launch
+	// holding it (holder), which costs no map per argument.
+	id := launchIDs.Add(1)
+	locked := make([]*Buffer, 0, len(args))
+	defer func() {
+		for _, a := range locked {
+			a.holder.Store(0)
+			a.mu.Unlock()
+		}
+	}()
 	for i, a := range args {
 		if a == nil {
 			return nil, nil, fmt.Errorf("pjrt: execute: argument %d is nil", i)
 		}
-		// Hold each distinct argument's lock so that it cannot be destroyed
-		// while the launch is in progress.
-		if !locked[a] {
-			locked[a] = true
+		if a.holder.Load() != id {
 			a.mu.Lock()
-			defer a.mu.Unlock()
+			a.holder.Store(id)
+			locked = append(locked, a)
 		}
 		if a.b == nil {
 			return nil, nil, fmt.Errorf("pjrt: execute: argument %d is destroyed", i)
@@ -190,6 +199,9 @@ func (x *Executable) Execute(args []*Buffer, device int) ([]*Buffer, *Event, err
 	}
 	return outs, newEvent(c.p, ev), nil
 }
+
+// launchIDs numbers Execute calls, for Buffer.holder.
+var launchIDs atomic.Uint64
 
 // Serialize returns a plugin-specific serialization of the executable, to be
 // loaded with DeserializeExecutable by the same plugin version.

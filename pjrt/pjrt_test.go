@@ -515,3 +515,39 @@ func TestConcurrentExecute(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestConcurrentExecuteSharedTwice launches one buffer passed twice from
+// several goroutines at once: each launch holds its lock once (a second
+// Lock would deadlock) and releases it, so the buffer can then be destroyed.
+func TestConcurrentExecuteSharedTwice(t *testing.T) {
+	c := newClient(t, ClientOptions{})
+	x := compile(t, c, addModule, nil)
+	a := []float32{1, -2, 3.5, 4, 5, 6}
+	shared := upload(t, c, f32Bytes(a), F32, []int64{2, 3}, 0)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := 0; it < 20; it++ {
+				outs, ev, err := x.Execute([]*Buffer{shared, shared}, 0)
+				if err != nil {
+					t.Errorf("Execute: %v", err)
+					return
+				}
+				for i, v := range bytesF32(download(t, outs[0])) {
+					if v != 2*a[i] {
+						t.Errorf("[%d] = %v, want %v", i, v, 2*a[i])
+					}
+				}
+				ev.Destroy()
+				outs[0].Destroy()
+			}
+		}()
+	}
+	wg.Wait()
+	shared.Destroy()
+	if _, _, err := x.Execute([]*Buffer{shared, shared}, 0); err == nil {
+		t.Error("a launch on a destroyed buffer succeeded")
+	}
+}
