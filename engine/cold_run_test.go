@@ -69,8 +69,8 @@ func TestColdRunThenOneOpPrograms(t *testing.T) {
 	got, want := coldChain(t, e, shape)
 	sameValues(t, "cold run", got, want)
 	held := 0
-	for k := range e.cp.inflight {
-		if e.held(k) {
+	for _, j := range e.cp.inflight {
+		if j.held {
 			held++
 		}
 	}

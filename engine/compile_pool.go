@@ -161,12 +161,6 @@ func (e *Engine) releaseJobs(keys []string) {
 	}
 }
 
-// held reports whether the pool holds skey's job back from the workers.
-func (e *Engine) held(skey string) bool {
-	j := e.inflight(skey)
-	return j != nil && j.held
-}
-
 // inflight returns the pool's job for skey, or nil.
 func (e *Engine) inflight(skey string) *compileJob {
 	if e.cp == nil {

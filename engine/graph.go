@@ -139,12 +139,7 @@ func (e *Engine) Seed(arg int, v int64) *hlo.Value {
 	if err := e.needed(!n.Seeded || n.SeedArg == arg, fmt.Sprintf("takes a seed from argument %d", arg)); err != nil {
 		panic(err)
 	}
-	t0 := time.Now()
-	buf, err := e.client.BufferFromHost(encodeInt(v, hlo.S64), pjrt.S64, nil, e.dev.cur)
-	if err != nil {
-		panic(fmt.Errorf("uploading a seed: %w", err))
-	}
-	e.noteTransfer("h2d", 8, t0, "integer")
+	buf := e.uploadSeed(v)
 	e.d.g.retired = append(e.d.g.retired, buf)
 	e.noteSeed(buf)
 	if n.Seeded && n.SeedArg == arg {

@@ -322,8 +322,13 @@ func (e *Engine) scalarSource(b *pjrt.Buffer) (source, bool) {
 // seedBuffer uploads the seed in argument arg of args for a replay; it is
 // destroyed once the graph or launch reading it has run.
 func (e *Engine) seedBuffer(args []dispatch.Arg, arg int) *pjrt.Buffer {
+	return e.uploadSeed(args[arg].Int)
+}
+
+// uploadSeed uploads seed v as an s64 buffer on the current device.
+func (e *Engine) uploadSeed(v int64) *pjrt.Buffer {
 	t0 := time.Now()
-	buf, err := e.client.BufferFromHost(encodeInt(args[arg].Int, hlo.S64), pjrt.S64, nil, e.dev.cur)
+	buf, err := e.client.BufferFromHost(encodeInt(v, hlo.S64), pjrt.S64, nil, e.dev.cur)
 	if err != nil {
 		panic(fmt.Errorf("uploading a seed: %w", err))
 	}

@@ -1,8 +1,11 @@
 """TPUGraph replays after the first bind the storages the previous replay checked (graph_bound_replays counts
 them); a storage changed since then sends the replay through the full checks, with their results and errors."""
+import copy
+
 import pytest
 import torch
-import torch.nn.functional as F
+
+from test_graphs import batches, mlp, train_step as step
 
 
 def bound_replays():
@@ -10,22 +13,12 @@ def bound_replays():
 
 
 def test_replays_bind_checked_storages_and_match_cpu():
-    torch.manual_seed(0)
-    cpu = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
-    tpu = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to("tpu")
-    tpu.load_state_dict(cpu.state_dict())
+    cpu = mlp()
+    tpu = copy.deepcopy(cpu).to("tpu")
     cpu_opt = torch.optim.AdamW(cpu.parameters(), lr=1e-2)
     tpu_opt = torch.optim.AdamW(tpu.parameters(), lr=1e-2, capturable=True)
-    g = torch.Generator().manual_seed(1)
-    data = [(torch.randn(32, 8, generator=g), torch.randn(32, 4, generator=g)) for _ in range(6)]
+    data = batches(6)
     sx, sy = torch.zeros(32, 8, device="tpu"), torch.zeros(32, 4, device="tpu")
-
-    def step(m, opt, x, y):
-        opt.zero_grad(set_to_none=False)
-        loss = F.mse_loss(m(x), y)
-        loss.backward()
-        opt.step()
-        return loss
 
     cpu_losses, tpu_losses = [], []
     x, y = data[0]
