@@ -20,12 +20,21 @@ import (
 // signature it will have once its inputs hold buffers. The compile pool
 // (compile_pool.go) holds those programs until the run records again, so
 // that ops run once compile only their run, and the first step's compiles
-// have the cores to themselves; then it compiles them in the background
-// while each call records the run again and launches its cached program.
-// Later steps find the one-op programs and run op by op as before.
-// Cold runs are opt-in (TORCHTPU_COLD_RUNS=1, torch.tpu.set_cold_runs):
-// without them every cold op compiles in the foreground, so strict mode's
-// values never depend on when a background compile finishes.
+// have the cores to themselves; it compiles them in the background while that
+// second call launches the run's cached program. From the third call on the
+// run's ops run one by one, waiting for any program still compiling.
+//
+// Which program a call runs depends on how many times its run was called,
+// never on how far the pool has got or on what a persistent tier holds (an
+// op is cold when the in-memory tier and the pool lack its program): a
+// process with a warm disk cache records the same runs, loading their
+// programs, and two processes or two ranks compute the same values. A run's
+// values may differ from its ops' one by one in the last bit, always alike:
+// XLA fuses a run's loops across ops and contracts a multiply and an add of
+// two ops into one fused multiply-add, and no option of the plugin stops it
+// (an optimization barrier does not; disabling fusion made strict steps
+// 2.5 times slower).
+// Cold runs are opt-in (TORCHTPU_COLD_RUNS=1, torch.tpu.set_cold_runs).
 
 // coldRun is one cold run: the keys of the one-op programs handed to the
 // pool while it recorded. Its first op's strict plan keeps it: while one of
@@ -33,17 +42,8 @@ import (
 // (rerun) and launches the run's program, which the in-memory tier holds,
 // instead of waiting for them.
 type coldRun struct {
-	keys []string
-}
-
-// pending reports whether one of r's programs still compiles.
-func (e *Engine) pending(r *coldRun) bool {
-	for _, k := range r.keys {
-		if e.compiling(k) {
-			return true
-		}
-	}
-	return false
+	keys     []string
+	repeated bool // the run has recorded a second time
 }
 
 // coldMark is what planning an op of a cold run keeps from before its rule:
@@ -97,11 +97,9 @@ func (e *Engine) cutColdRun(r *dispatch.Rule) error {
 }
 
 // startColdRun decides, after a strict op recorded into an empty graph,
-// whether it is cold: its program is in neither the in-memory tier, the
-// pool nor a persistent tier. A cold op's module goes to the pool and the
-// graph stays pending as a cold run; the caller then does not flush. A
-// program found in a persistent tier is put in the in-memory tier for the
-// flush that follows.
+// whether it is cold: its program is in neither the in-memory tier nor the
+// pool. A cold op's module goes to the pool and the graph stays pending as a
+// cold run; the caller then does not flush.
 func (e *Engine) startColdRun() bool {
 	g := e.d.g
 	rerun := e.rerun
@@ -129,20 +127,12 @@ func (e *Engine) startColdRun() bool {
 	if _, ok := e.cache.Peek(skey); ok {
 		return false
 	}
-	if e.compiling(skey) { // an op without a plan whose program the pool compiles: run, do not wait
-		e.releaseJobs([]string{skey})
-		g.cold = &coldRun{keys: []string{skey}}
-		e.m.ColdRuns++
-		return true
+	if e.compiling(skey) { // the flush waits for it, or takes it back
+		return false
 	}
 	text, used := g.b.ModuleAliased(outs, aliases)
 	sum := g.b.Summarize(outs)
 	e.fl = flushCtx{reason: whyEagerOp, ops: 1, first: g.first}
-	if exe := e.loadProgram(e.fullKey(text, e.optionsFor(sum)), sum); exe != nil {
-		e.cache.Put(skey, &program{exe: exe, used: used, donated: len(aliases)})
-		e.preloaded = skey
-		return false
-	}
 	g.cold = &coldRun{}
 	e.submit(skey, text, used, len(aliases), sum, e.fl)
 	e.m.ColdRuns++
@@ -151,23 +141,28 @@ func (e *Engine) startColdRun() bool {
 }
 
 // rerunFor reports whether strict plan p, about to be replayed on an empty
-// graph, should instead record its cold run again because one of the run's
-// programs still compiles; it then notes the run for startColdRun. A plan
-// whose own program compiles and that started no run starts one: the ops
-// after it record with it, every call alike, until the programs are done.
+// graph, should instead record its cold run again; it then notes the run
+// for startColdRun. A run records twice, its first call and the next, and
+// its one-op programs are released to the pool at the second; from the third
+// call on its ops run one by one, waiting here for any program still
+// compiling. The count of calls, never how far the pool has got, decides
+// which program runs, so a step's values do not depend on compile timing.
 func (e *Engine) rerunFor(p *plan) bool {
-	if p == nil || !e.coldRunsOn() {
+	if p == nil || p.run == nil || !e.coldRunsOn() {
 		return false
 	}
-	if p.run == nil && e.compiling(p.key) {
-		p.run = &coldRun{keys: []string{p.key}} // the op starts a run of its own from now on
+	r := p.run
+	e.releaseJobs(r.keys)
+	if !r.repeated {
+		r.repeated = true
+		e.rerun = r
+		return true
 	}
-	if p.run == nil || !e.pending(p.run) {
-		return false
+	p.run = nil
+	for _, k := range r.keys {
+		e.awaitProgram(k) // a failed compile is the op's to report, on its full path
 	}
-	e.releaseJobs(p.run.keys) // the run repeats: its one-op programs are worth compiling
-	e.rerun = p.run
-	return true
+	return false
 }
 
 // add adds key to the programs r waits for.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"torchtpu/dispatch"
 )
@@ -170,11 +171,11 @@ func TestColdRunErrorAtTheOp(t *testing.T) {
 	}
 }
 
-// TestPlannedOpWhoseProgramCompilesRunsWithoutWaiting checks an op of an
-// earlier run called again on an empty graph while the pool still compiles
-// its one-op program: it records a run of its own instead of waiting, and
-// replays its program once the pool is done.
-func TestPlannedOpWhoseProgramCompilesRunsWithoutWaiting(t *testing.T) {
+// TestOpOfARunCalledAlone checks an op of a run recorded once, called again
+// on an empty graph while its one-op program is held: it compiles the
+// program at once and runs it, as it would with the program on disk, rather
+// than start a run of its own.
+func TestOpOfARunCalledAlone(t *testing.T) {
 	e := newTestEngine(t, ModeStrict)
 	e.noColdRuns = false
 	e.pool().busy.Add(1) // hold the workers
@@ -205,19 +206,66 @@ func TestPlannedOpWhoseProgramCompilesRunsWithoutWaiting(t *testing.T) {
 		e.Free(x)
 		e.Free(outs[0].Addr)
 	}
-	runs := e.m.ColdRuns
+	runs, compiled, hits := e.m.ColdRuns, e.m.GraphsCompiled, e.m.FastPathHits
 	mulAlone()
-	if e.m.ColdRuns != runs+1 || e.m.CompileWaits != 0 {
-		t.Fatalf("mul while its program compiles: runs %d (was %d), waits %d; want a run and no wait", e.m.ColdRuns, runs, e.m.CompileWaits)
+	if e.m.ColdRuns != runs || e.m.GraphsCompiled != compiled+1 || e.m.FastPathHits != hits+1 {
+		t.Fatalf("mul alone: runs %d (was %d), compiled %d (was %d), fast path hits %d (was %d); want no run, its program, a hit",
+			e.m.ColdRuns, runs, e.m.GraphsCompiled, compiled, e.m.FastPathHits, hits)
 	}
 	e.cp.busy.Add(-1)
 	if err := e.AwaitCompiles(); err != nil {
 		t.Fatal(err)
 	}
-	hits, compiled := e.m.FastPathHits, e.m.GraphsCompiled
-	mulAlone()
-	if e.m.FastPathHits != hits+1 || e.m.GraphsCompiled != compiled || e.m.ColdRuns != runs+1 {
-		t.Fatalf("mul after the pool: fast path hits %d (was %d), compiled %d (was %d), runs %d; want a hit, no compile, no run",
-			e.m.FastPathHits, hits, e.m.GraphsCompiled, compiled, e.m.ColdRuns)
+}
+
+// TestColdRunThirdCallWaits checks that a run's third call runs its ops one
+// by one even while the pool has not compiled their programs: it waits for
+// them rather than recording the run again.
+func TestColdRunThirdCallWaits(t *testing.T) {
+	e := newTestEngine(t, ModeStrict)
+	e.noColdRuns = false
+	e.pool().busy.Add(1) // hold the workers
+	shape := []int64{4, 3}
+	for k := range 2 {
+		got, want := coldChain(t, e, shape)
+		sameValues(t, "run", got, want)
+		if e.m.ColdRuns != int64(k+1) {
+			t.Fatalf("call %d: runs %d, want %d", k+1, e.m.ColdRuns, k+1)
+		}
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		e.cp.busy.Add(-1)
+	}()
+	hits := e.m.FastPathHits
+	got, want := coldChain(t, e, shape)
+	sameValues(t, "op by op", got, want)
+	if e.m.ColdRuns != 2 || e.m.FastPathHits-hits != 3 || e.m.CompileWaits == 0 {
+		t.Fatalf("third call: runs %d, fast path hits %d, waits %d; want 2, 3, at least 1",
+			e.m.ColdRuns, e.m.FastPathHits-hits, e.m.CompileWaits)
+	}
+}
+
+// TestColdRunIgnoresTheDiskCache checks that a process whose disk cache
+// holds every program records the same run as the process that compiled
+// them, loading its program, so the two compute the same values.
+func TestColdRunIgnoresTheDiskCache(t *testing.T) {
+	t.Setenv("TORCHTPU_CACHE_DIR", t.TempDir())
+	shape := []int64{3, 5}
+	first := newTestEngine(t, ModeStrict)
+	first.noColdRuns = false
+	for range 2 {
+		coldChain(t, first, shape)
+	}
+	if err := first.AwaitCompiles(); err != nil {
+		t.Fatal(err)
+	}
+	first.StopCompiles()
+	e := newTestEngine(t, ModeStrict)
+	e.noColdRuns = false
+	got, want := coldChain(t, e, shape)
+	sameValues(t, "warm cache", got, want)
+	if e.m.ColdRuns != 1 || e.m.GraphsCompiled != 0 || e.m.DiskHits == 0 {
+		t.Fatalf("warm cache: runs %d, compiled %d, disk hits %d; want the run, loaded: 1, 0, at least 1", e.m.ColdRuns, e.m.GraphsCompiled, e.m.DiskHits)
 	}
 }

@@ -195,8 +195,8 @@ func (e *Engine) takeBack(skey string) bool {
 
 // awaitProgram waits for the pool's job for skey, if any, and harvests it:
 // afterwards the program is in the in-memory tier unless its compile failed
-// (the error is returned), the pool stopped first, or the job was held (it
-// is dropped: the caller compiles the program on its full path).
+// (the error is returned) or the pool stopped first. A held job is compiled
+// here, now, as a persistent tier would have given it.
 func (e *Engine) awaitProgram(skey string) error {
 	j := e.inflight(skey)
 	if j == nil {
@@ -204,6 +204,14 @@ func (e *Engine) awaitProgram(skey string) error {
 	}
 	if j.held {
 		e.takeBack(skey)
+		saved := e.fl
+		e.fl = j.fl
+		defer func() { e.fl = saved }()
+		exe, err := e.compileWith(j.text, j.options, j.sum)
+		if err != nil {
+			return err
+		}
+		e.cache.Put(skey, &program{exe: exe, used: j.used, donated: j.donated})
 		return nil
 	}
 	select {

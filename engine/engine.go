@@ -96,7 +96,6 @@ type Engine struct {
 	logs           logTopics             // TORCHTPU_LOG topics
 	cp             *compilePool          // background compiles of one-op programs (compile_pool.go), started on first use
 	noColdRuns     bool                  // without TORCHTPU_COLD_RUNS=1: strict mode compiles every cold op in the foreground
-	preloaded      string                // the program startColdRun loaded from a persistent tier for the flush that follows
 	rerun          *coldRun              // the cold run the op being recorded starts again (cold_run.go)
 }
 

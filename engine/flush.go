@@ -240,12 +240,7 @@ func (e *Engine) program(b *hlo.Builder, outs []*hlo.Value, aliases map[int]int)
 		}
 	}
 	if x, ok := e.cache.Get(skey); ok {
-		if e.preloaded == skey {
-			e.m.CacheMisses++ // loaded from a persistent tier just before (startColdRun)
-		} else {
-			e.m.CacheHits++
-		}
-		e.preloaded = ""
+		e.m.CacheHits++
 		return x.(*program), nil
 	}
 	e.m.CacheMisses++
