@@ -98,8 +98,9 @@ func (e *Engine) cutColdRun(r *dispatch.Rule) error {
 
 // startColdRun decides, after a strict op recorded into an empty graph,
 // whether it is cold: its program is in neither the in-memory tier nor the
-// pool. A cold op's module goes to the pool and the graph stays pending as a
-// cold run; the caller then does not flush.
+// pool. A cold op's program is loaded from a persistent tier or its module
+// goes to the pool, and the graph stays pending as a cold run; the caller
+// then does not flush.
 func (e *Engine) startColdRun() bool {
 	g := e.d.g
 	rerun := e.rerun
@@ -134,7 +135,11 @@ func (e *Engine) startColdRun() bool {
 	sum := g.b.Summarize(outs)
 	e.fl = flushCtx{reason: whyEagerOp, ops: 1, first: g.first}
 	g.cold = &coldRun{}
-	e.submit(skey, text, used, len(aliases), sum, e.fl)
+	if exe := e.loadProgram(e.fullKey(text, e.optionsFor(sum)), sum); exe != nil {
+		e.cache.Put(skey, &program{exe: exe, used: used, donated: len(aliases)}) // the run starts all the same
+	} else {
+		e.submit(skey, text, used, len(aliases), sum, e.fl)
+	}
 	e.m.ColdRuns++
 	e.lastProg = skey
 	return true

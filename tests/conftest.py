@@ -4,10 +4,6 @@ import os
 # Tests count compiles, so the persistent compile cache (on by default) stays off unless a test turns it on
 # for a process of its own.
 os.environ["TORCHTPU_CACHE_DIR"] = ""
-# Tests count programs and launches op by op in strict mode, so strict mode's cold runs (one program for a run
-# of new ops while their own programs compile in the background) stay off unless a test turns them on
-# (tests/test_strict_compile_pool.py).
-os.environ.setdefault("TORCHTPU_COLD_RUNS", "0")  # their default too
 # A rule that reads host values, draws random numbers or uploads without
 # declaring it (dispatch.Needs) fails instead of running unplanned.
 os.environ["TORCHTPU_CHECK_NEEDS"] = "1"
@@ -124,6 +120,16 @@ def on_both(fn, *args, fallback=False):
     if not fallback:
         assert no_fallbacks() == {}, "ops fell back to CPU"
     return got, fn(*args)
+
+
+@pytest.fixture
+def op_by_op():
+    """Strict mode without cold runs, for tests that count programs, launches or events of single ops from an
+    op's first call: each new op then compiles its own program at once. Cold runs have their own tests
+    (tests/test_strict_compile_pool.py, engine/cold_run_test.go)."""
+    was = torch.tpu.set_cold_runs(False)
+    yield
+    torch.tpu.set_cold_runs(was)
 
 
 @pytest.fixture

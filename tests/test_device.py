@@ -64,7 +64,7 @@ def test_modes_api():
         torch.tpu.set_mode("turbo")
 
 
-def test_metrics_count_real_work():
+def test_metrics_count_real_work(op_by_op):
     torch.tpu.reset_metrics()
     x = torch.randn(64, 64).to("tpu")
     for _ in range(3):

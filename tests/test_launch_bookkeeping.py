@@ -34,7 +34,7 @@ def test_compiled_replays_are_traced_and_counted():
     assert m["execute_device_seconds"] > 0
 
 
-def test_strict_fast_path_replays_count_their_donations():
+def test_strict_fast_path_replays_count_their_donations(op_by_op):
     w, g = torch.randn(9, 4), torch.randn(9, 4)
     wt, gt = w.to("tpu"), g.to("tpu")
     wt.add_(gt, alpha=0.5)  # the full path: plans the op (and donates w's buffer)

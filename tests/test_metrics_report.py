@@ -12,7 +12,7 @@ from torchtpu.report import format_report
 SECTIONS = ["Compile:", "Program cache:", "Execute:", "Transfers:", "CPU fallbacks:", "Memory:"]
 
 
-def test_report_has_the_sections_and_the_counts():
+def test_report_has_the_sections_and_the_counts(op_by_op):
     torch.tpu.reset_metrics()
     a = torch.randn(6, 3)
     t = a.to("tpu")

@@ -79,8 +79,10 @@ def test_steps_inside_one_capacity_compile_nothing(mode):
     same(got, want)
     assert [int(v) for v in newest] == [2 * int(v) for v in want[0, 16:]]
     # Step 0 appends to the prompt, step 1 starts the padding; from step 2 on every size up to 128 (the last
-    # step fills the capacity exactly) is one set of programs, compiled at step 2.
-    assert marks[111] == marks[2], marks
+    # step fills the capacity exactly) is one set of programs, compiled at step 2 (in strict mode step 2 is a
+    # cold run, recorded again at step 3; its ops' own programs are all there at step 4).
+    settled = 2 if torch.tpu.get_mode() == "fused" else 4
+    assert marks[111] == marks[settled], sorted(marks.items())[:12]
 
 
 def test_a_new_capacity_compiles_a_bounded_set_of_programs():

@@ -37,7 +37,7 @@ def train(mode, steps=3):
     return per_step, m, params
 
 
-def test_fused_loop_runs_three_graphs_per_step():
+def test_fused_loop_runs_three_graphs_per_step(op_by_op):
     per_step, m, fused = train("fused")
     _, strict_m, strict = train("strict")
     # Forward, backward and optimizer step: three launches a step, cut at the same ops every step.

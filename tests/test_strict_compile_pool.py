@@ -20,7 +20,7 @@ randn, randint = Draws(7).pair()
 
 @pytest.fixture(autouse=True)
 def cold_runs():
-    """Turns cold runs on (the suite runs with them off) in strict mode."""
+    """Strict mode with cold runs on (their default), whatever the environment says."""
     torch.tpu.set_mode("strict")
     was = torch.tpu.set_cold_runs(True)
     yield
@@ -186,3 +186,40 @@ def test_fork_while_the_pool_compiles():
     for g, w in zip(got, chain(xs)):
         torch.testing.assert_close(g.cpu(), w)
     torch.tpu.await_compiles()
+
+
+TRAIN = textwrap.dedent("""
+    import hashlib, json, torch
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.LayerNorm(32), torch.nn.GELU(),
+                                torch.nn.Linear(32, 4)).to("tpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    for _ in range(5):
+        x, y = torch.randn(8, 16), torch.randn(8, 4)
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(x.to("tpu")), y.to("tpu"))
+        loss.backward()
+        opt.step()
+    h = hashlib.sha256()
+    for p in model.parameters():
+        h.update(p.detach().cpu().numpy().tobytes())
+    m = torch.tpu.metrics()
+    print("M", json.dumps({"params": h.hexdigest(), "runs": m["strict_cold_runs"], "compiled": m["graphs_compiled"]}))
+""")
+
+
+def test_values_do_not_depend_on_compile_timing_or_a_warm_cache(tmp_path):
+    """Which program computes a step follows from how many times its ops ran, never from how far the pool got
+    or what the disk holds: a process with a cold cache, one with that cache warm and one with a single slow
+    compile worker train to the same parameters, bit for bit."""
+    def train(cache, **extra):
+        env = dict(child_env(cache), **extra)
+        r = subprocess.run([sys.executable, "-c", TRAIN], env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout.split("M ")[1])
+    cold = train(tmp_path / "shared")
+    warm = train(tmp_path / "shared")
+    slow = train(tmp_path / "own", TORCHTPU_COMPILE_WORKERS="1")
+    assert cold["runs"] >= 2 and warm["runs"] == cold["runs"] == slow["runs"], (cold, warm, slow)
+    assert warm["compiled"] == 0, warm
+    assert cold["params"] == warm["params"] == slow["params"], (cold, warm, slow)
