@@ -34,7 +34,10 @@ import (
 // two ops into one fused multiply-add, and no option of the plugin stops it
 // (an optimization barrier does not; disabling fusion made strict steps
 // 2.5 times slower).
-// Cold runs are opt-in (TORCHTPU_COLD_RUNS=1, torch.tpu.set_cold_runs).
+// Cold runs are opt-in (TORCHTPU_COLD_RUNS=1, torch.tpu.set_cold_runs): on
+// a machine with few cores the pool's compiles overlap little else, so a
+// run's own compile adds to its ops' and the first steps together take
+// longer than op by op (bench/results/first_step.md), the first alone less.
 
 // coldRun is one cold run: the keys of the one-op programs handed to the
 // pool while it recorded. Its first op's strict plan keeps it: while one of

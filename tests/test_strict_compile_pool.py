@@ -20,7 +20,7 @@ randn, randint = Draws(7).pair()
 
 @pytest.fixture(autouse=True)
 def cold_runs():
-    """Strict mode with cold runs on (their default), whatever the environment says."""
+    """Strict mode with cold runs on, whatever the environment says."""
     torch.tpu.set_mode("strict")
     was = torch.tpu.set_cold_runs(True)
     yield

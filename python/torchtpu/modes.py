@@ -26,7 +26,7 @@ def await_compiles():
 
 
 def set_cold_runs(on):
-    """Turn strict mode's cold runs on or off (they start on unless TORCHTPU_COLD_RUNS=0); returns whether
+    """Turn strict mode's cold runs on or off (they start off unless TORCHTPU_COLD_RUNS=1); returns whether
     they were on. Off, every new op compiles its own program before it runs, as debug mode does."""
     _runtime.require()
     was = _lib.ctypes.c_int32(0)
