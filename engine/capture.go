@@ -403,9 +403,7 @@ func (e *Engine) launchCaptured(p *Program) error {
 	g := e.d.g
 	e.d.g = newGraph()
 	defer func() {
-		for _, b := range g.retired {
-			b.Destroy()
-		}
+		pjrt.DestroyBuffers(g.retired)
 	}()
 	for _, st := range g.pending {
 		st.pending = nil

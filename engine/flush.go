@@ -60,9 +60,7 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	why := e.why
 	e.why = ""
 	defer func() {
-		for _, b := range g.retired {
-			b.Destroy()
-		}
+		pjrt.DestroyBuffers(g.retired)
 	}()
 	outs, dst := g.outputs()
 	if len(outs) == 0 {

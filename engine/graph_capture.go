@@ -68,9 +68,7 @@ func (e *Engine) discardPending() {
 	for _, st := range g.pending {
 		st.pending, st.known = nil, nil
 	}
-	for _, b := range g.retired {
-		b.Destroy()
-	}
+	pjrt.DestroyBuffers(g.retired)
 }
 
 // GraphCaptureBegin runs the pending work and starts a graph capture on the

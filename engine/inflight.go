@@ -28,11 +28,22 @@ func (e *Engine) track(ev *pjrt.Event, replaced []*pjrt.Buffer) {
 }
 
 // dropReplaced drops the buffers f's results replaced (dropBuffer: a pending
-// graph that reads one keeps it until its own launch).
+// graph that reads one keeps it until its own launch), destroying the others
+// together.
 func (e *Engine) dropReplaced(f *inFlight) {
+	kept := 0
 	for _, b := range f.replaced {
-		e.dropBuffer(b)
+		if b == nil {
+			continue
+		}
+		if g := e.graphReading(b); g != nil {
+			g.retired = append(g.retired, b)
+			continue
+		}
+		f.replaced[kept] = b
+		kept++
 	}
+	pjrt.DestroyBuffers(f.replaced[:kept])
 	f.replaced = nil
 }
 

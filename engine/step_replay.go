@@ -162,9 +162,7 @@ func (e *Engine) rerunTapeOp(s *segment, te *tapeOp, op string, entry dispatch.E
 				e.freeStorage(st)
 			}
 		}
-		for _, b := range g.retired {
-			b.Destroy()
-		}
+		pjrt.DestroyBuffers(g.retired)
 		return nil, false, err
 	}
 	for _, slot := range te.writes {

@@ -105,6 +105,48 @@ func (c *Client) wrapBuffer(b *C.PJRT_Buffer) (*Buffer, error) {
 	return &Buffer{c: c, b: b, dims: dims, dtype: DType(t), device: c.deviceIndex(dev)}, nil
 }
 
+// wrapBuffers is wrapBuffer for a launch's results, asking the plugin about
+// all of them in one call into C; the buffers and their shapes share two
+// allocations.
+func (c *Client) wrapBuffers(bs []*C.PJRT_Buffer) ([]*Buffer, error) {
+	n := len(bs)
+	outs := make([]*Buffer, n)
+	if n == 0 {
+		return outs, nil
+	}
+	types := make([]C.int, n)
+	dims := make([]*C.int64_t, n)
+	ndims := make([]C.size_t, n)
+	devs := make([]*C.PJRT_Device, n)
+	if err := c.p.check("buffer descriptions", C.tt_buffers_describe(c.p.api, &bs[0], C.size_t(n), &types[0],
+		&dims[0], &ndims[0], &devs[0])); err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, k := range ndims {
+		total += int(k)
+	}
+	shapes := make([]int64, total)
+	slab := make([]Buffer, n)
+	var dev *C.PJRT_Device
+	index := -1
+	for i, off := 0, 0; i < n; i++ {
+		k := int(ndims[i])
+		shape := shapes[off : off+k : off+k]
+		if k > 0 {
+			copy(shape, unsafe.Slice((*int64)(unsafe.Pointer(dims[i])), k))
+		}
+		off += k
+		if devs[i] != dev {
+			dev, index = devs[i], c.deviceIndex(devs[i])
+		}
+		b := &slab[i]
+		b.c, b.b, b.dims, b.dtype, b.device = c, bs[i], shape, DType(types[i]), index
+		outs[i] = b
+	}
+	return outs, nil
+}
+
 // Dims returns a copy of the buffer's shape.
 func (b *Buffer) Dims() []int64 { return append([]int64{}, b.dims...) }
 
@@ -192,6 +234,37 @@ func (b *Buffer) Destroy() {
 		_ = b.c.p.check("destroy buffer", C.tt_buffer_destroy(b.c.p.api, b.b))
 		b.b = nil
 	}
+}
+
+// DestroyBuffers destroys bs (nil entries and destroyed buffers are
+// skipped) as Destroy does each, with one call into C per client.
+func DestroyBuffers(bs []*Buffer) {
+	hs := make([]*C.PJRT_Buffer, 0, len(bs))
+	var c *Client
+	flush := func() {
+		if len(hs) > 0 {
+			_ = c.p.check("destroy buffers", C.tt_buffers_destroy(c.p.api, &hs[0], C.size_t(len(hs))))
+			hs = hs[:0]
+		}
+	}
+	for _, b := range bs {
+		if b == nil {
+			continue
+		}
+		b.mu.Lock()
+		h := b.b
+		b.b = nil
+		b.mu.Unlock()
+		if h == nil {
+			continue
+		}
+		if b.c != c {
+			flush()
+			c = b.c
+		}
+		hs = append(hs, h)
+	}
+	flush()
 }
 
 // handle returns the C buffer or an error once destroyed.

@@ -247,6 +247,35 @@ PJRT_Error* tt_buffer_device(const PJRT_Api* api, PJRT_Buffer* b,
   return e;
 }
 
+PJRT_Error* tt_buffers_describe(const PJRT_Api* api, PJRT_Buffer** bufs,
+                                size_t n, int* types, const int64_t** dims,
+                                size_t* ndims, PJRT_Device** devs) {
+  for (size_t i = 0; i < n; i++) {
+    PJRT_Error* e = tt_buffer_element_type(api, bufs[i], &types[i]);
+    if (e == NULL) e = tt_buffer_dims(api, bufs[i], &dims[i], &ndims[i]);
+    if (e == NULL) e = tt_buffer_device(api, bufs[i], &devs[i]);
+    if (e != NULL) return e;
+  }
+  return NULL;
+}
+
+PJRT_Error* tt_buffers_destroy(const PJRT_Api* api, PJRT_Buffer** bufs,
+                               size_t n) {
+  PJRT_Error* first = NULL;
+  for (size_t i = 0; i < n; i++) {
+    PJRT_Error* e = tt_buffer_destroy(api, bufs[i]);
+    if (e == NULL) continue;
+    if (first == NULL) {
+      first = e;
+    } else {
+      TT_INIT(PJRT_Error_Destroy_Args, d);
+      d.error = e;
+      api->PJRT_Error_Destroy(&d);
+    }
+  }
+  return first;
+}
+
 PJRT_Error* tt_buffer_host_size(const PJRT_Api* api, PJRT_Buffer* b,
                                 size_t* n) {
   TT_INIT(PJRT_Buffer_ToHostBuffer_Args, a);

@@ -55,6 +55,15 @@ PJRT_Error* tt_buffer_dims(const PJRT_Api* api, PJRT_Buffer* b,
                            const int64_t** dims, size_t* n);
 PJRT_Error* tt_buffer_device(const PJRT_Api* api, PJRT_Buffer* b,
                              PJRT_Device** dev);
+// tt_buffers_describe gives, for each of the n buffers, its element type, its
+// dimensions (the plugin's array, valid while the buffer lives) and their
+// count, and its device: one call for a launch's results.
+PJRT_Error* tt_buffers_describe(const PJRT_Api* api, PJRT_Buffer** bufs,
+                                size_t n, int* types, const int64_t** dims,
+                                size_t* ndims, PJRT_Device** devs);
+// tt_buffers_destroy destroys the n buffers and returns the first error.
+PJRT_Error* tt_buffers_destroy(const PJRT_Api* api, PJRT_Buffer** bufs,
+                               size_t n);
 PJRT_Error* tt_buffer_host_size(const PJRT_Api* api, PJRT_Buffer* b,
                                 size_t* n);
 // tt_buffer_to_host copies b into dst and waits for the copy to finish.

@@ -177,19 +177,10 @@ func (x *Executable) Execute(args []*Buffer, device int) ([]*Buffer, *Event, err
 	if err := c.p.check("execute", perr); err != nil {
 		return nil, nil, err
 	}
-	outs := make([]*Buffer, x.numOutputs)
-	var werr error
-	for i := range outs {
-		if werr == nil {
-			outs[i], werr = c.wrapBuffer(couts[i])
-		}
-		if werr != nil {
-			_ = c.p.check("destroy buffer", C.tt_buffer_destroy(c.p.api, couts[i]))
-		}
-	}
+	outs, werr := c.wrapBuffers(couts[:x.numOutputs])
 	if werr != nil {
-		for _, o := range outs {
-			o.Destroy()
+		for _, b := range couts[:x.numOutputs] {
+			_ = c.p.check("destroy buffer", C.tt_buffer_destroy(c.p.api, b))
 		}
 		if ev != nil {
 			_ = c.p.check("await event", C.tt_event_await(c.p.api, ev))

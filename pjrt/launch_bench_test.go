@@ -111,3 +111,51 @@ func BenchmarkLaunchManyArgs(b *testing.B) {
 		outs[0].Destroy()
 	}
 }
+
+// BenchmarkLaunchManyOutputs measures a launch's cost per result: a program
+// returning 256 small tensors (a graph replay writes hundreds of storages),
+// the results destroyed after the launch as replaced storage buffers are.
+func BenchmarkLaunchManyOutputs(b *testing.B) {
+	c := benchClient(b)
+	defer c.Close()
+	const n = 256
+	var types, body, rets strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			types.WriteString(", ")
+			rets.WriteString(", ")
+		}
+		types.WriteString("tensor<4xf32>")
+		fmt.Fprintf(&body, "    %%r%d = stablehlo.add %%arg0, %%c%d : tensor<4xf32>\n", i, i%4)
+		fmt.Fprintf(&rets, "%%r%d", i)
+	}
+	consts := ""
+	for k := 0; k < 4; k++ {
+		consts += fmt.Sprintf("    %%c%d = stablehlo.constant dense<%d.0> : tensor<4xf32>\n", k, k+1)
+	}
+	mlir := fmt.Sprintf("module @m {\n  func.func public @main(%%arg0: tensor<4xf32>) -> (%s) {\n%s%s    return %s : %s\n  }\n}",
+		types.String(), consts, body.String(), rets.String(), types.String())
+	x, err := c.Compile(mlir, DefaultCompileOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Destroy()
+	arg, err := c.BufferFromHost(make([]byte, 16), F32, []int64{4}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer arg.Destroy()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		outs, ev, err := x.Execute([]*Buffer{arg}, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = ev.Await()
+		ev.Destroy()
+		if len(outs) != n || outs[n-1].DType() != F32 || len(outs[n-1].Dims()) != 1 {
+			b.Fatalf("results: %d, last %v %v", len(outs), outs[n-1].DType(), outs[n-1].Dims())
+		}
+		DestroyBuffers(outs)
+	}
+}
