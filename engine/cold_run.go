@@ -40,10 +40,10 @@ import (
 // longer than op by op (bench/results/first_step.md), the first alone less.
 
 // coldRun is one cold run: the keys of the one-op programs handed to the
-// pool while it recorded. Its first op's strict plan keeps it: while one of
-// them still compiles, a later call of that op records the same run again
-// (rerun) and launches the run's program, which the in-memory tier holds,
-// instead of waiting for them.
+// pool while it recorded. Its first op's strict plan keeps it until the
+// run's third call: the second call of that op records the same run again
+// (rerun) and launches the run's program, which the in-memory tier holds;
+// the third waits for the programs (rerunFor).
 type coldRun struct {
 	keys     []string
 	repeated bool // the run has recorded a second time

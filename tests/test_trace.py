@@ -172,7 +172,7 @@ def test_recompile_reason_names_the_shape():
     lines = [ln for ln in r.stderr.splitlines() if "aten::cumsum" in ln]
     assert lines, r.stderr
     assert all(ln.startswith("torchtpu: ") for ln in lines)
-    # cumsum's own program names its input; a cold run (the default) names the run's result.
+    # cumsum's own program names its input; a cold run (TORCHTPU_COLD_RUNS=1) names the run's result.
     assert re.search(r"shapes: (input|result) 0 is tensor<5xf32>, was tensor<3xf32>", lines[0]), lines
     assert int(r.stdout.split("shapes")[-1]) >= 1
     # Without TORCHTPU_LOG the same script prints nothing on stderr.
