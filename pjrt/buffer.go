@@ -82,32 +82,9 @@ func (c *Client) BufferFromHost(data []byte, dtype DType, dims []int64, device i
 	return &Buffer{c: c, b: b, dims: append([]int64{}, dims...), dtype: dtype, device: device}, nil
 }
 
-// wrapBuffer queries the shape, dtype and device of a buffer the plugin made.
-func (c *Client) wrapBuffer(b *C.PJRT_Buffer) (*Buffer, error) {
-	api := c.p.api
-	var t C.int
-	if err := c.p.check("buffer element type", C.tt_buffer_element_type(api, b, &t)); err != nil {
-		return nil, err
-	}
-	var dp *C.int64_t
-	var n C.size_t
-	if err := c.p.check("buffer dimensions", C.tt_buffer_dims(api, b, &dp, &n)); err != nil {
-		return nil, err
-	}
-	dims := make([]int64, int(n))
-	if n > 0 {
-		copy(dims, unsafe.Slice((*int64)(unsafe.Pointer(dp)), int(n)))
-	}
-	var dev *C.PJRT_Device
-	if err := c.p.check("buffer device", C.tt_buffer_device(api, b, &dev)); err != nil {
-		return nil, err
-	}
-	return &Buffer{c: c, b: b, dims: dims, dtype: DType(t), device: c.deviceIndex(dev)}, nil
-}
-
-// wrapBuffers is wrapBuffer for a launch's results, asking the plugin about
-// all of them in one call into C; the buffers and their shapes share two
-// allocations.
+// wrapBuffers wraps buffers the plugin made (a launch's results), asking it
+// for their dtypes, shapes and devices in one call into C; the buffers and
+// their shapes share two allocations.
 func (c *Client) wrapBuffers(bs []*C.PJRT_Buffer) ([]*Buffer, error) {
 	n := len(bs)
 	outs := make([]*Buffer, n)

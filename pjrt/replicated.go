@@ -127,13 +127,18 @@ func (x *Executable) ExecuteReplicated(args [][]*Buffer) ([][]*Buffer, error) {
 	}
 	outs := make([][]*Buffer, ndev)
 	for d := range outs {
-		for i := 0; i < x.numOutputs; i++ {
-			b, err := c.wrapBuffer(outTab[d*(x.numOutputs+1)+i])
-			if err != nil && first == nil {
+		row := outTab[d*(x.numOutputs+1) : d*(x.numOutputs+1)+x.numOutputs]
+		list, err := c.wrapBuffers(row)
+		if err != nil {
+			if first == nil {
 				first = err
 			}
-			outs[d] = append(outs[d], b)
+			if len(row) > 0 {
+				_ = c.p.check("destroy buffers", C.tt_buffers_destroy(c.p.api, &row[0], C.size_t(len(row))))
+			}
+			continue
 		}
+		outs[d] = list
 	}
 	if first != nil {
 		for _, list := range outs {
