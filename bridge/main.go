@@ -96,7 +96,7 @@ func ttpu_free(addr C.uint64_t) {
 
 //export ttpu_has_rule
 func ttpu_has_rule(op *C.char) C.int32_t {
-	e, ok := dispatch.Lookup(C.GoString(op))
+	e, ok := dispatch.Lookup(opName(op))
 	switch {
 	case !ok:
 		return 0
@@ -109,7 +109,7 @@ func ttpu_has_rule(op *C.char) C.int32_t {
 //export ttpu_op
 func ttpu_op(op *C.char, args *C.ttpu_arg, nargs C.int32_t, device C.int32_t, layouts *C.ttpu_layout, nlayouts C.int32_t, outs *C.ttpu_out, maxouts C.int32_t, nouts *C.int32_t, err *C.char, errlen C.int64_t) (status C.ttpu_status) {
 	*nouts = 0
-	name := C.GoString(op)
+	name := opName(op)
 	var resize *engine.ResizeError
 	noRule := false
 	status = guard(err, errlen, func() error {
@@ -246,7 +246,7 @@ func ttpu_empty_cache() { eng.EmptyCache() }
 
 //export ttpu_note_fallback
 func ttpu_note_fallback(op *C.char) C.int32_t {
-	if eng.NoteFallback(C.GoString(op)) {
+	if eng.NoteFallback(opName(op)) {
 		return 1
 	}
 	return 0

@@ -55,12 +55,24 @@ func ruleBase(r *Rule) string { return ruleBaseOf(r.Name) }
 // complex32 tensor argument, or it is one of the ops CPU implements for
 // complex32 (ComplexHalfOp).
 func AcceptsComplexHalf(op string, args []Arg) bool {
-	for _, a := range args {
+	half, cplx := false, false // among the first two arguments, the promotion operands
+	for i, a := range args {
+		cplx = cplx || i < 2 && a.Kind == ArgScalarComplex
 		for _, m := range a.Tensors {
-			if m.Defined && m.DType == ComplexHalf {
+			if !m.Defined {
+				continue
+			}
+			if m.DType == ComplexHalf {
 				return ComplexHalfOp(op)
 			}
+			if i < 2 && a.Kind == ArgTensor {
+				half = half || m.DType == Float16 && !m.Number
+				cplx = cplx || m.DType.IsComplex()
+			}
 		}
+	}
+	if !half || !cplx {
+		return true
 	}
 	if e, ok := Lookup(op); ok && halfPromoting[ruleBase(e.Rule)] && len(args) >= 2 && halfMeetsComplex(operandsOf(args[:2])) {
 		return ComplexHalfOp(op)

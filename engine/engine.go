@@ -56,6 +56,7 @@ type Engine struct {
 	layouts     [][]int64               // the memory order of the running op's new results (layout.go)
 	hostVals    map[*TensorDesc][]int64 // the running rule's declared host arguments, read (needs.go)
 	fusedLog    *planMark               // the op being planned for the fused fast path, if any
+	opSerial    uint64                  // counts ops begun and ended, so that each op's numbers are its own (opNumber)
 	noFusedPath bool                    // TORCHTPU_FUSED_FAST_PATH=0
 	noPhaseCut  bool                    // TORCHTPU_BACKWARD_CUT=0
 	noStepTape  bool                    // TORCHTPU_STEP_REPLAY=0

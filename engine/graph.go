@@ -24,6 +24,9 @@ type graph struct {
 	// (program_defer.go): a graph holding one is not cut at backward boundaries.
 	programs int
 	cold     *coldRun // strict mode: the cold run the graph is, if it is one (cold_run.go)
+	// numbers holds the parameters the numbers of op numbersOp read (opNumber).
+	numbers   map[*pjrt.Buffer]*hlo.Value
+	numbersOp uint64
 }
 
 func newGraph() *graph {
@@ -79,7 +82,29 @@ func (e *Engine) Scalar(v float64, elem hlo.Elem) *hlo.Value {
 		return e.d.g.b.Scalar(elem, v)
 	}
 	buf := e.scalarBuffer(scalarKey{elem: elem, bits: math.Float64bits(v)})
-	return e.d.g.scalarParam(buf, hlo.T(elem))
+	return e.opNumber(buf, hlo.T(elem))
+}
+
+// opNumber returns the parameter of the current graph that feeds the running
+// op the cached number buffer b. An op that reads one number many times (a
+// foreach op's scalar, once per tensor) reads one parameter: a buffer passed
+// as many parameters of one launch costs the plugin time for each, and past
+// a thousand uses of one buffer in one launch that time grows with the
+// square of the uses. Different ops read different parameters, so that a
+// fused graph's structure does not depend on which ops' numbers are equal;
+// an op's plan and tape are keyed by its numbers' values, so sharing within
+// an op never joins numbers that a later call may give apart.
+func (e *Engine) opNumber(b *pjrt.Buffer, t hlo.Type) *hlo.Value {
+	g := e.d.g
+	if g.numbersOp != e.opSerial || g.numbers == nil {
+		g.numbersOp, g.numbers = e.opSerial, map[*pjrt.Buffer]*hlo.Value{}
+	}
+	if v, ok := g.numbers[b]; ok && v.T.Equal(t) {
+		return v
+	}
+	v := g.scalarParam(b, t)
+	g.numbers[b] = v
+	return v
 }
 
 // IntNumber implements dispatch.Reader: Scalar for a Python integer stored
@@ -93,7 +118,7 @@ func (e *Engine) IntNumber(v int64, elem hlo.Elem) *hlo.Value {
 		return e.d.g.b.ConstantInt(hlo.T(elem), v)
 	}
 	buf := e.scalarBuffer(scalarKey{elem: elem, bits: uint64(v), exact: true})
-	return e.d.g.scalarParam(buf, hlo.T(elem))
+	return e.opNumber(buf, hlo.T(elem))
 }
 
 // scalarBuffer returns the cached device buffer holding the number k,

@@ -37,21 +37,56 @@ func (e *Engine) OpOn(op string, device int, args []dispatch.Arg) (outs []OutTen
 
 func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]int64) (outs []OutTensor, err error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.layouts = layouts
-	defer func() { e.layouts = nil }()
 	t0 := time.Now()
-	defer func() { e.m.OpSeconds += time.Since(t0).Seconds() }()
-	if err := e.ready(); err != nil {
+	entry, err := e.accept(op, args)
+	if err != nil {
+		e.m.OpSeconds += time.Since(t0).Seconds()
+		e.mu.Unlock()
 		return nil, err
+	}
+	e.layouts = layouts
+	e.opSerial++
+	defer e.opDone(t0, op, args, &outs, &err)
+	return e.runOp(op, entry, device, args)
+}
+
+// accept returns op's entry, or ErrNoRule when no rule of the table runs it
+// for args (the call then goes to CPU).
+func (e *Engine) accept(op string, args []dispatch.Arg) (dispatch.Entry, error) {
+	if err := e.ready(); err != nil {
+		return dispatch.Entry{}, err
 	}
 	entry, ok := dispatch.Lookup(op)
 	if !ok || !dispatch.AcceptsComplexScalars(entry.Rule, args) || !dispatch.AcceptsComplexHalf(op, args) ||
 		!dispatch.AcceptsFloat8(op, args) {
-		return nil, ErrNoRule
+		return dispatch.Entry{}, ErrNoRule
 	}
-	defer e.offTapeOnError(&err)
-	defer e.opFailed(op, args, &outs, &err)
+	return entry, nil
+}
+
+// opDone ends an op that opOn started, in the order its steps need: the
+// state an op holds while it runs is reset, a panic of the rule becomes its
+// error (opFailed) and a failed op leaves the segment's tape
+// (offTapeOnError). It is opOn's one deferred call.
+func (e *Engine) opDone(t0 time.Time, op string, args []dispatch.Arg, outs *[]OutTensor, err *error) {
+	defer e.mu.Unlock()
+	e.fusedLog, e.hostVals, e.sigSeed = nil, nil, 0
+	e.opSerial++
+	if r := recover(); r != nil {
+		if perr, ok := r.(dispatch.PromotionError); ok {
+			*err = perr
+		} else {
+			*err = fmt.Errorf("%v", r)
+		}
+	}
+	e.opFailed(op, args, outs, err)
+	e.offTapeOnError(err)
+	e.layouts = nil
+	e.m.OpSeconds += time.Since(t0).Seconds()
+}
+
+// runOp is opOn's work on an op the table accepts, under the engine's lock.
+func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispatch.Arg) (outs []OutTensor, err error) {
 	if err := e.prepare(args, device); err != nil {
 		return nil, err
 	}
@@ -62,9 +97,8 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 	}
 	e.harvest()
 	e.rerun, e.opSeeds = nil, e.opSeeds[:0]
-	if entry.Rule.Needs.Seeded { // the seed is left out of the op's signature and tape key
+	if entry.Rule.Needs.Seeded { // the seed is left out of the op's signature and tape key (opDone resets it)
 		e.sigSeed = entry.Rule.Needs.SeedArg + 1
-		defer func() { e.sigSeed = 0 }()
 	}
 	if err := e.cutColdRun(entry.Rule); err != nil {
 		return nil, err
@@ -93,7 +127,6 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 	reads := e.hostArgsToRead(entry.Rule, args)
 	if len(reads) > 0 || entry.Rule.Needs.Results {
 		m.mode = planNone
-		defer func() { e.hostVals = nil }()
 		if err := e.beforeRule(entry.Rule, reads); err != nil {
 			return nil, err
 		}
@@ -104,7 +137,6 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 	if (m.mode == planFused || tapeOnly) && !e.markFused(m, args) {
 		m.mode, tapeOnly = planNone, false
 	}
-	defer func() { e.fusedLog = nil }()
 	outs, c, err := e.lower(op, entry, args)
 	if err != nil {
 		return nil, err
@@ -129,17 +161,9 @@ func (e *Engine) opOn(op string, device int, args []dispatch.Arg, layouts [][]in
 	return outs, nil
 }
 
-// opFailed turns a panic of the running rule into an error, sends an op
-// without a usable rule to the CPU (ErrNoRule), and adds the op and its
+// opFailed sends an op without a usable rule to the CPU (ErrNoRule), and adds the op and its
 // arguments to any other error.
 func (e *Engine) opFailed(op string, args []dispatch.Arg, outs *[]OutTensor, err *error) {
-	if r := recover(); r != nil {
-		if perr, ok := r.(dispatch.PromotionError); ok {
-			*err = perr
-		} else {
-			*err = fmt.Errorf("%v", r)
-		}
-	}
 	if errors.Is(*err, dispatch.ErrRunOnCPU) {
 		*outs, *err = nil, ErrNoRule
 		return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"slices"
 	"time"
 
 	"torchtpu/dispatch"
@@ -382,6 +383,7 @@ func resultShapes(outs []OutTensor) ([]OutTensor, map[uint64]int) {
 // newResults allocates a contiguous storage for each result a plan replays
 // (shape and dtype from rs), or none when one allocation fails.
 func (e *Engine) newResults(rs []OutTensor) (sts []*Storage, outs []OutTensor, err error) {
+	sts, outs = make([]*Storage, 0, len(rs)), make([]OutTensor, 0, len(rs))
 	for _, r := range rs {
 		addr, err := e.newStorage(r.NBytes, e.dev.cur)
 		if err != nil {
@@ -391,7 +393,7 @@ func (e *Engine) newResults(rs []OutTensor) (sts []*Storage, outs []OutTensor, e
 			return nil, nil, err
 		}
 		st := e.storages[addr]
-		st.shaped, st.dtype, st.shape = true, r.DType, append([]int64{}, r.Sizes...)
+		st.shaped, st.dtype, st.shape = true, r.DType, slices.Clone(r.Sizes)
 		sts = append(sts, st)
 		outs = append(outs, OutTensor{Addr: addr, NBytes: r.NBytes, DType: r.DType, Sizes: st.shape})
 	}
