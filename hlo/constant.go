@@ -1,13 +1,25 @@
 package hlo
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 )
 
 // Scalar literal encodings: floats print as their exact bit pattern so the
 // text is canonical and loses nothing.
+// hexLiteral writes the low digits hex digits of bits as MLIR writes a
+// float's bit pattern: "0x" and upper-case digits, zero-padded.
+func hexLiteral(bits uint64, digits int) string {
+	const hex = "0123456789ABCDEF"
+	buf := make([]byte, 2+digits)
+	buf[0], buf[1] = '0', 'x'
+	for i := digits - 1; i >= 0; i-- {
+		buf[2+i] = hex[bits&15]
+		bits >>= 4
+	}
+	return string(buf)
+}
+
 func literal(e Elem, v float64) string {
 	switch e {
 	case C64, C128:
@@ -18,15 +30,15 @@ func literal(e Elem, v float64) string {
 		}
 		return "false"
 	case F64:
-		return fmt.Sprintf("0x%016X", math.Float64bits(v))
+		return hexLiteral(math.Float64bits(v), 16)
 	case F32:
-		return fmt.Sprintf("0x%08X", math.Float32bits(float32(v)))
+		return hexLiteral(uint64(math.Float32bits(float32(v))), 8)
 	case F16:
-		return fmt.Sprintf("0x%04X", Float16Bits(v))
+		return hexLiteral(uint64(Float16Bits(v)), 4)
 	case BF16:
-		return fmt.Sprintf("0x%04X", BFloat16Bits(v))
+		return hexLiteral(uint64(BFloat16Bits(v)), 4)
 	case F8E4M3FN, F8E5M2, F8E4M3FNUZ, F8E5M2FNUZ:
-		return fmt.Sprintf("0x%02X", Float8Bits(v, e))
+		return hexLiteral(uint64(Float8Bits(v, e)), 2)
 	default:
 		// Clamp before converting: float64(MaxInt64) rounds up to 2^63.
 		switch {

@@ -1,7 +1,5 @@
 package hlo
 
-import "fmt"
-
 func (b *Builder) binary(name string, x, y *Value) *Value {
 	mustf(x.T.Equal(y.T), "%s: operand types differ: %v vs %v", name, x.T, y.T)
 	mustf(!x.T.Elem.IsComplex() || complexBinary[name], "%s is not defined for complex values", name)
@@ -148,7 +146,7 @@ func (b *Builder) Compare(dir string, x, y *Value) *Value {
 	case x.T.Elem.IsUnsigned() || x.T.Elem == Pred:
 		kind = "UNSIGNED"
 	}
-	attrs := fmt.Sprintf("{compare_type = #stablehlo<comparison_type %s>, comparison_direction = #stablehlo<comparison_direction %s>}", kind, dir)
+	attrs := "{compare_type = #stablehlo<comparison_type " + kind + ">, comparison_direction = #stablehlo<comparison_direction " + dir + ">}"
 	return b.op("stablehlo.compare", x.T.WithElem(Pred), attrs, x, y)
 }
 

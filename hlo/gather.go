@@ -3,6 +3,7 @@ package hlo
 import (
 	"fmt"
 	"math"
+	"strconv"
 )
 
 var (
@@ -23,8 +24,9 @@ func (b *Builder) GatherFlat(x, idx *Value) *Value {
 
 // Gather is StableHLO's general gather.
 func (b *Builder) Gather(x, idx *Value, out Type, offsetDims, collapsed, startIndexMap []int64, indexVectorDim int64, sliceSizes []int64) *Value {
-	attrs := fmt.Sprintf("{dimension_numbers = #stablehlo.gather<offset_dims = %s, collapsed_slice_dims = %s, start_index_map = %s, index_vector_dim = %d>, indices_are_sorted = false, slice_sizes = %s}",
-		intList(offsetDims), intList(collapsed), intList(startIndexMap), indexVectorDim, i64Array(sliceSizes))
+	attrs := "{dimension_numbers = #stablehlo.gather<offset_dims = " + intList(offsetDims) + ", collapsed_slice_dims = " +
+		intList(collapsed) + ", start_index_map = " + intList(startIndexMap) + ", index_vector_dim = " +
+		strconv.FormatInt(indexVectorDim, 10) + ">, indices_are_sorted = false, slice_sizes = " + i64Array(sliceSizes) + "}"
 	return b.op("stablehlo.gather", out, attrs, x, idx)
 }
 

@@ -1,6 +1,6 @@
 package hlo
 
-import "fmt"
+import "sync"
 
 // Reducer names the combining function of a reduction.
 type Reducer string
@@ -55,16 +55,7 @@ func (b *Builder) Reduce(x, init *Value, r Reducer, dims ...int64) *Value {
 			return b.Convert(b.Reduce(b.Convert(x, F64), b.Convert(init, F64), r, dims...), F32)
 		}
 	}
-	st := T(x.T.Elem)
-	body := b.region([]Type{st, st}, func(rb *Builder, a []*Value) []*Value {
-		switch r {
-		case ReduceMax:
-			return []*Value{rb.Max(a[0], a[1])}
-		case ReduceMin:
-			return []*Value{rb.Min(a[0], a[1])}
-		}
-		return []*Value{rb.binary(string(r), a[0], a[1])}
-	})
+	body := b.reducerRegion(r, x.T.Elem)
 	out := T(x.T.Elem, reducedShape(x.T, dims)...)
 	return b.opN("stablehlo.reduce", []Type{out}, "{dimensions = "+i64Array(dims)+"}", body, x, init)[0]
 }
@@ -189,7 +180,52 @@ func (b *Builder) DotGeneralTo(out Elem, x, y *Value, batchX, batchY, contractX,
 	for _, d := range used(y.T.Rank(), batchY, contractY) {
 		dims = append(dims, y.T.Shape[d])
 	}
-	attrs := fmt.Sprintf("{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = %s, rhs_batching_dimensions = %s, lhs_contracting_dimensions = %s, rhs_contracting_dimensions = %s>, precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]}",
-		intList(batchX), intList(batchY), intList(contractX), intList(contractY))
+	attrs := "{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = " + intList(batchX) +
+		", rhs_batching_dimensions = " + intList(batchY) + ", lhs_contracting_dimensions = " + intList(contractX) +
+		", rhs_contracting_dimensions = " + intList(contractY) +
+		">, precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]}"
 	return b.op("stablehlo.dot_general", T(out, dims...), attrs, x, y)
+}
+
+// reducerKey names the region of a reducer: its text depends only on the
+// reducer, the element type and the builder's nesting depth.
+type reducerKey struct {
+	r     Reducer
+	elem  Elem
+	depth int
+}
+
+// reducerRegions holds the text of each reducer region built so far.
+var reducerRegions struct {
+	sync.RWMutex
+	m map[reducerKey]string
+}
+
+// reducerRegion returns the region that combines two elem values with r,
+// built once per reducer, element type and depth.
+func (b *Builder) reducerRegion(r Reducer, elem Elem) string {
+	k := reducerKey{r, elem, b.depth}
+	reducerRegions.RLock()
+	body, ok := reducerRegions.m[k]
+	reducerRegions.RUnlock()
+	if ok {
+		return body
+	}
+	st := T(elem)
+	body = b.region([]Type{st, st}, func(rb *Builder, a []*Value) []*Value {
+		switch r {
+		case ReduceMax:
+			return []*Value{rb.Max(a[0], a[1])}
+		case ReduceMin:
+			return []*Value{rb.Min(a[0], a[1])}
+		}
+		return []*Value{rb.binary(string(r), a[0], a[1])}
+	})
+	reducerRegions.Lock()
+	if reducerRegions.m == nil {
+		reducerRegions.m = map[reducerKey]string{}
+	}
+	reducerRegions.m[k] = body
+	reducerRegions.Unlock()
+	return body
 }

@@ -1,6 +1,9 @@
 package hlo
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Reshape returns x with the given dimensions (same element count).
 func (b *Builder) Reshape(x *Value, dims ...int64) *Value {
@@ -77,7 +80,7 @@ func (b *Builder) Slice(x *Value, start, limit, strides []int64) *Value {
 	if identity {
 		return x
 	}
-	attrs := fmt.Sprintf("{limit_indices = %s, start_indices = %s, strides = %s}", i64Array(limit), i64Array(start), i64Array(strides))
+	attrs := "{limit_indices = " + i64Array(limit) + ", start_indices = " + i64Array(start) + ", strides = " + i64Array(strides) + "}"
 	return b.op("stablehlo.slice", T(x.T.Elem, dims...), attrs, x)
 }
 
@@ -93,12 +96,12 @@ func (b *Builder) Concatenate(dim int, xs ...*Value) *Value {
 		mustf(x.T.Rank() == len(dims) && x.T.Elem == xs[0].T.Elem, "concatenate: %v vs %v", x.T, xs[0].T)
 		dims[dim] += x.T.Shape[dim]
 	}
-	return b.op("stablehlo.concatenate", T(xs[0].T.Elem, dims...), fmt.Sprintf("{dimension = %d : i64}", dim), xs...)
+	return b.op("stablehlo.concatenate", T(xs[0].T.Elem, dims...), "{dimension = "+strconv.Itoa(dim)+" : i64}", xs...)
 }
 
 // Iota returns a tensor of type t whose values count up along dim.
 func (b *Builder) Iota(t Type, dim int) *Value {
-	return b.op("stablehlo.iota", t, fmt.Sprintf("{iota_dimension = %d : i64}", dim))
+	return b.op("stablehlo.iota", t, "{iota_dimension = "+strconv.Itoa(dim)+" : i64}")
 }
 
 // DynamicSlice takes a block of sizes starting at the rank-0 integer starts.
