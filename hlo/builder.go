@@ -55,12 +55,29 @@ func (b *Builder) op(name string, t Type, attrs string, operands ...*Value) *Val
 
 func (b *Builder) opN(name string, ts []Type, attrs, regions string, operands ...*Value) []*Value {
 	for _, o := range operands {
-		mustf(o != nil && o.b == b, "%s: operand from another builder", name)
+		if o == nil || o.b != b {
+			failf("%s: operand from another builder", name)
+		}
 	}
-	n := &node{op: name, operands: operands, attrs: attrs, regions: regions}
-	for _, t := range ts {
-		n.results = append(n.results, &Value{T: t, node: n, b: b})
+	var n *node
+	if len(ts) == 1 { // the common case: the node, its result and the result list in one allocation
+		one := &struct {
+			n node
+			v Value
+			r [1]*Value
+		}{}
+		n = &one.n
+		one.v = Value{T: ts[0], node: n, b: b}
+		one.r[0] = &one.v
+		n.results = one.r[:]
+	} else {
+		n = &node{}
+		n.results = make([]*Value, len(ts))
+		for i, t := range ts {
+			n.results[i] = &Value{T: t, node: n, b: b}
+		}
 	}
+	n.op, n.operands, n.attrs, n.regions = name, operands, attrs, regions
 	n.h = b.nodeHash(n)
 	b.nodes = append(b.nodes, n)
 	return n.results

@@ -5,7 +5,9 @@ package hlo
 // atanh...) on operands of one type; the result has that type.
 func (b *Builder) Chlo(name string, xs ...*Value) *Value {
 	for _, x := range xs[1:] {
-		mustf(x.T.Equal(xs[0].T), "chlo.%s: operand types differ: %v vs %v", name, xs[0].T, x.T)
+		if !x.T.Equal(xs[0].T) {
+			failf("chlo.%s: operand types differ: %v vs %v", name, xs[0].T, x.T)
+		}
 	}
 	return b.op("chlo."+name, xs[0].T, "", xs...)
 }

@@ -85,8 +85,12 @@ func (b *Builder) Imag(x *Value) *Value {
 
 // Complex returns re + im*i from two real tensors of the same type.
 func (b *Builder) Complex(re, im *Value) *Value {
-	mustf(re.T.Equal(im.T), "complex: operand types differ: %v vs %v", re.T, im.T)
-	mustf(re.T.Elem == F32 || re.T.Elem == F64, "complex: parts must be f32 or f64, got %v", re.T)
+	if !re.T.Equal(im.T) {
+		failf("complex: operand types differ: %v vs %v", re.T, im.T)
+	}
+	if !(re.T.Elem == F32 || re.T.Elem == F64) {
+		failf("complex: parts must be f32 or f64, got %v", re.T)
+	}
 	return b.op("stablehlo.complex", re.T.WithElem(ComplexOf(re.T.Elem)), "", re, im)
 }
 
@@ -103,33 +107,49 @@ const (
 // dimension must be lengths[-1]/2+1 and the result's is lengths[-1].
 func (b *Builder) FFT(x *Value, kind string, lengths []int64) *Value {
 	r, k := x.T.Rank(), len(lengths)
-	mustf(k >= 1 && k <= 3 && k <= r, "fft: %d transformed dimensions of a rank-%d operand", k, r)
+	if !(k >= 1 && k <= 3 && k <= r) {
+		failf("fft: %d transformed dimensions of a rank-%d operand", k, r)
+	}
 	shape := append([]int64{}, x.T.Shape...)
 	var elem Elem
 	switch kind {
 	case FFTForward, FFTInverse:
-		mustf(x.T.Elem.IsComplex(), "fft: %s needs a complex operand, got %v", kind, x.T)
+		if !x.T.Elem.IsComplex() {
+			failf("fft: %s needs a complex operand, got %v", kind, x.T)
+		}
 		elem = x.T.Elem
 	case FFTReal:
-		mustf(x.T.Elem == F32 || x.T.Elem == F64, "fft: RFFT needs an f32 or f64 operand, got %v", x.T)
+		if !(x.T.Elem == F32 || x.T.Elem == F64) {
+			failf("fft: RFFT needs an f32 or f64 operand, got %v", x.T)
+		}
 		elem = ComplexOf(x.T.Elem)
 		shape[r-1] = lengths[k-1]/2 + 1
 	case FFTInvReal:
-		mustf(x.T.Elem.IsComplex(), "fft: IRFFT needs a complex operand, got %v", x.T)
-		mustf(x.T.Shape[r-1] == lengths[k-1]/2+1, "fft: IRFFT of length %d needs %d inputs, got %v", lengths[k-1], lengths[k-1]/2+1, x.T)
+		if !x.T.Elem.IsComplex() {
+			failf("fft: IRFFT needs a complex operand, got %v", x.T)
+		}
+		if x.T.Shape[r-1] != lengths[k-1]/2+1 {
+			failf("fft: IRFFT of length %d needs %d inputs, got %v", lengths[k-1], lengths[k-1]/2+1, x.T)
+		}
 		elem = x.T.Elem.Real()
 		shape[r-1] = lengths[k-1]
 	default:
 		panic(fmt.Errorf("hlo: fft: unknown kind %q", kind))
 	}
 	for i := 0; i < k-1; i++ {
-		mustf(x.T.Shape[r-k+i] == lengths[i], "fft: dimension %d of %v is not %d", r-k+i, x.T, lengths[i])
+		if x.T.Shape[r-k+i] != lengths[i] {
+			failf("fft: dimension %d of %v is not %d", r-k+i, x.T, lengths[i])
+		}
 	}
 	if kind != FFTInvReal && kind != FFTReal {
-		mustf(x.T.Shape[r-1] == lengths[k-1], "fft: last dimension of %v is not %d", x.T, lengths[k-1])
+		if x.T.Shape[r-1] != lengths[k-1] {
+			failf("fft: last dimension of %v is not %d", x.T, lengths[k-1])
+		}
 	}
 	if kind == FFTReal {
-		mustf(x.T.Shape[r-1] == lengths[k-1], "fft: last dimension of %v is not %d", x.T, lengths[k-1])
+		if x.T.Shape[r-1] != lengths[k-1] {
+			failf("fft: last dimension of %v is not %d", x.T, lengths[k-1])
+		}
 	}
 	attrs := "{fft_length = " + i64Array(lengths) + ", fft_type = #stablehlo<fft_type " + kind + ">}"
 	return b.op("stablehlo.fft", T(elem, shape...), attrs, x)

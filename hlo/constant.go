@@ -67,7 +67,9 @@ func (b *Builder) ConstantInt(t Type, v int64) *Value {
 
 // ConstantComplex returns a complex tensor of type t filled with re + im*i.
 func (b *Builder) ConstantComplex(t Type, re, im float64) *Value {
-	mustf(t.Elem.IsComplex(), "constant: %v is not complex", t)
+	if !t.Elem.IsComplex() {
+		failf("constant: %v is not complex", t)
+	}
 	lit := "(" + literal(t.Elem.Real(), re) + "," + literal(t.Elem.Real(), im) + ")"
 	return b.op("stablehlo.constant", t, "{value = dense<"+lit+"> : "+t.String()+"}")
 }

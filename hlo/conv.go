@@ -85,19 +85,30 @@ func windowOut(n, bd, lo, hi, w, wd, s int64) int64 {
 // highest precision.
 func (b *Builder) Convolution(lhs, rhs *Value, d ConvDims, o ConvOpts) *Value {
 	n := len(d.LhsSpatial)
-	mustf(n >= 1 && len(d.RhsSpatial) == n && len(d.OutSpatial) == n, "convolution: spatial dims %v", d)
-	mustf(lhs.T.Rank() == n+2 && rhs.T.Rank() == n+2, "convolution: ranks of %v and %v", lhs.T, rhs.T)
-	mustf(lhs.T.Elem == rhs.T.Elem, "convolution: element types differ: %v vs %v", lhs.T, rhs.T)
+	if !(n >= 1 && len(d.RhsSpatial) == n && len(d.OutSpatial) == n) {
+		failf("convolution: spatial dims %v", d)
+	}
+	if !(lhs.T.Rank() == n+2 && rhs.T.Rank() == n+2) {
+		failf("convolution: ranks of %v and %v", lhs.T, rhs.T)
+	}
+	if lhs.T.Elem != rhs.T.Elem {
+		failf("convolution: element types differ: %v vs %v", lhs.T, rhs.T)
+	}
 	strides, ld, rd := ones(n, o.Strides), ones(n, o.LhsDilation), ones(n, o.RhsDilation)
 	pad := o.Padding
 	if pad == nil {
 		pad = make([][2]int64, n)
 	}
-	mustf(len(strides) == n && len(ld) == n && len(rd) == n && len(pad) == n, "convolution: window attributes for %d spatial dims", n)
+	if !(len(strides) == n && len(ld) == n && len(rd) == n && len(pad) == n) {
+		failf("convolution: window attributes for %d spatial dims", n)
+	}
 	fg, bg := max(o.FeatureGroups, 1), max(o.BatchGroups, 1)
-	mustf(lhs.T.Shape[d.LhsFeature] == rhs.T.Shape[d.RhsIn]*fg, "convolution: %v features for %v kernel and %d groups", lhs.T, rhs.T, fg)
-	mustf(rhs.T.Shape[d.RhsOut]%fg == 0 && rhs.T.Shape[d.RhsOut]%bg == 0 && lhs.T.Shape[d.LhsBatch]%bg == 0,
-		"convolution: %v and %v do not split into %d feature and %d batch groups", lhs.T, rhs.T, fg, bg)
+	if lhs.T.Shape[d.LhsFeature] != rhs.T.Shape[d.RhsIn]*fg {
+		failf("convolution: %v features for %v kernel and %d groups", lhs.T, rhs.T, fg)
+	}
+	if !(rhs.T.Shape[d.RhsOut]%fg == 0 && rhs.T.Shape[d.RhsOut]%bg == 0 && lhs.T.Shape[d.LhsBatch]%bg == 0) {
+		failf("convolution: %v and %v do not split into %d feature and %d batch groups", lhs.T, rhs.T, fg, bg)
+	}
 	shape := make([]int64, n+2)
 	shape[d.OutBatch] = lhs.T.Shape[d.LhsBatch] / bg
 	shape[d.OutFeature] = rhs.T.Shape[d.RhsOut]

@@ -9,7 +9,9 @@ import (
 // row-major order (a table of coefficients, for instance).
 func (b *Builder) DenseF64(vals []float64, shape ...int64) *Value {
 	t := T(F64, shape...)
-	mustf(int64(len(vals)) == t.NumElements(), "dense: %d values for %v", len(vals), t)
+	if int64(len(vals)) != t.NumElements() {
+		failf("dense: %d values for %v", len(vals), t)
+	}
 	var sb strings.Builder
 	var rec func(dim int, off int64)
 	rec = func(dim int, off int64) {

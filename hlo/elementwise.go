@@ -1,13 +1,19 @@
 package hlo
 
 func (b *Builder) binary(name string, x, y *Value) *Value {
-	mustf(x.T.Equal(y.T), "%s: operand types differ: %v vs %v", name, x.T, y.T)
-	mustf(!x.T.Elem.IsComplex() || complexBinary[name], "%s is not defined for complex values", name)
+	if !x.T.Equal(y.T) {
+		failf("%s: operand types differ: %v vs %v", name, x.T, y.T)
+	}
+	if x.T.Elem.IsComplex() && !complexBinary[name] {
+		failf("%s is not defined for complex values", name)
+	}
 	return b.op("stablehlo."+name, x.T, "", x, y)
 }
 
 func (b *Builder) unary(name string, x *Value) *Value {
-	mustf(!x.T.Elem.IsComplex() || !realOnlyUnary[name], "%s is not defined for complex values", name)
+	if x.T.Elem.IsComplex() && realOnlyUnary[name] {
+		failf("%s is not defined for complex values", name)
+	}
 	return b.op("stablehlo."+name, x.T, "", x)
 }
 
@@ -137,8 +143,12 @@ const (
 // Compare returns x dir y as a boolean tensor. Floats compare with IEEE
 // semantics, unsigned types as unsigned.
 func (b *Builder) Compare(dir string, x, y *Value) *Value {
-	mustf(x.T.Equal(y.T), "compare: operand types differ: %v vs %v", x.T, y.T)
-	mustf(!x.T.Elem.IsComplex() || dir == EQ || dir == NE, "compare: complex values have no order (%s)", dir)
+	if !x.T.Equal(y.T) {
+		failf("compare: operand types differ: %v vs %v", x.T, y.T)
+	}
+	if x.T.Elem.IsComplex() && dir != EQ && dir != NE {
+		failf("compare: complex values have no order (%s)", dir)
+	}
 	kind := "SIGNED"
 	switch {
 	case x.T.Elem.IsFloat() || x.T.Elem.IsComplex():
@@ -152,7 +162,9 @@ func (b *Builder) Compare(dir string, x, y *Value) *Value {
 
 // Select returns onTrue where pred holds and onFalse elsewhere.
 func (b *Builder) Select(pred, onTrue, onFalse *Value) *Value {
-	mustf(onTrue.T.Equal(onFalse.T), "select: branch types differ: %v vs %v", onTrue.T, onFalse.T)
+	if !onTrue.T.Equal(onFalse.T) {
+		failf("select: branch types differ: %v vs %v", onTrue.T, onFalse.T)
+	}
 	return b.op("stablehlo.select", onTrue.T, "", pred, onTrue, onFalse)
 }
 
@@ -218,13 +230,16 @@ func (b *Builder) floatToSigned(x *Value, e Elem) *Value {
 // differ: a wider x gains a trailing dimension of the width ratio, a narrower
 // x loses its trailing dimension.
 func (b *Builder) BitcastReshape(x *Value, t Type) *Value {
-	mustf(x.T.NumElements()*int64(x.T.Elem.Bits()) == t.NumElements()*int64(t.Elem.Bits()),
-		"bitcast_convert: %v to %v changes the byte count", x.T, t)
+	if x.T.NumElements()*int64(x.T.Elem.Bits()) != t.NumElements()*int64(t.Elem.Bits()) {
+		failf("bitcast_convert: %v to %v changes the byte count", x.T, t)
+	}
 	return b.op("stablehlo.bitcast_convert", t, "", x)
 }
 
 // BitcastConvert reinterprets the bits of x as element type e of the same width.
 func (b *Builder) BitcastConvert(x *Value, e Elem) *Value {
-	mustf(x.T.Elem.Bits() == e.Bits(), "bitcast_convert: width %d vs %d", x.T.Elem.Bits(), e.Bits())
+	if x.T.Elem.Bits() != e.Bits() {
+		failf("bitcast_convert: width %d vs %d", x.T.Elem.Bits(), e.Bits())
+	}
 	return b.op("stablehlo.bitcast_convert", x.T.WithElem(e), "", x)
 }

@@ -45,7 +45,9 @@ func Float8FormatOf(e Elem) (f Float8Format, ok bool) {
 // fnuz types round a negative number too small for them to +0.
 func Float8Bits(v float64, e Elem) uint8 {
 	f, ok := float8Formats[e]
-	mustf(ok, "Float8Bits: %s is not a float8 type", e)
+	if !ok {
+		failf("Float8Bits: %s is not a float8 type", e)
+	}
 	return f.FromFloat32(math.Float32bits(float32(v)))
 }
 
@@ -117,7 +119,9 @@ func (f Float8Format) roundAbs(abs uint32) uint64 {
 // Float8Value returns the value of the float8 pattern x of type e.
 func Float8Value(x uint8, e Elem) float64 {
 	f, ok := float8Formats[e]
-	mustf(ok, "Float8Value: %s is not a float8 type", e)
+	if !ok {
+		failf("Float8Value: %s is not a float8 type", e)
+	}
 	return f.Value(x)
 }
 

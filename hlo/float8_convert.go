@@ -16,7 +16,9 @@ func (b *Builder) Float8FromF32(v *Value, e Elem) *Value {
 // concatenations in a wider type, which loses NaN signs and payloads.
 func (b *Builder) float8Bits(v *Value, e Elem) *Value {
 	f, ok := float8Formats[e]
-	mustf(ok && v.T.Elem == F32, "Float8FromF32: %v to %s", v.T, e)
+	if !(ok && v.T.Elem == F32) {
+		failf("Float8FromF32: %v to %s", v.T, e)
+	}
 	shape := v.T.Shape
 	k := func(c int64) *Value { return b.BroadcastTo(b.ConstantInt(T(U32), c), shape) }
 	cmp := func(dir string, x, y *Value) *Value { return b.Compare(dir, x, y) }
@@ -55,7 +57,9 @@ func (b *Builder) float8Bits(v *Value, e Elem) *Value {
 // float32 NaN PyTorch's conversion gives for its pattern.
 func (b *Builder) Float8ToF32(v *Value) *Value {
 	f, ok := float8Formats[v.T.Elem]
-	mustf(ok, "Float8ToF32: %v is not float8", v.T)
+	if !ok {
+		failf("Float8ToF32: %v is not float8", v.T)
+	}
 	shape := v.T.Shape
 	k := func(c int64) *Value { return b.BroadcastTo(b.ConstantInt(T(U32), c), shape) }
 	x := b.Convert(b.BitcastConvert(v, U8), U32)
@@ -135,7 +139,9 @@ func (b *Builder) Float8CanonicalNaN(v *Value) *Value {
 // e5m2Kept returns the bits of the f32 tensor v, the low payload bits, and
 // where v holds a float8_e5m2 NaN payload Float8Load kept.
 func e5m2Kept(b *Builder, v *Value) (x, payload, kept *Value) {
-	mustf(v.T.Elem == F32, "float8_e5m2 NaN payloads live in f32, not %v", v.T)
+	if v.T.Elem != F32 {
+		failf("float8_e5m2 NaN payloads live in f32, not %v", v.T)
+	}
 	k := func(c int64) *Value { return b.BroadcastTo(b.ConstantInt(T(U32), c), v.T.Shape) }
 	x = b.BitcastConvert(v, U32)
 	abs := b.And(x, k(0x7fffffff))

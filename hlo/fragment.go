@@ -118,10 +118,14 @@ func (b *Builder) Paste(f *Fragment, inputs, params []*Value, refs []Ref) (vals 
 		}
 	}
 	for _, v := range inputs {
-		mustf(v.b == b, "Paste: an input from another builder")
+		if v.b != b {
+			failf("Paste: an input from another builder")
+		}
 	}
 	for _, v := range params {
-		mustf(v.b == b, "Paste: a parameter from another builder")
+		if v.b != b {
+			failf("Paste: a parameter from another builder")
+		}
 	}
 	// The nodes, their values and their operand lists come from one
 	// allocation each: a pasted run is many small ops.

@@ -14,7 +14,9 @@ var (
 // GatherFlat reads x (rank 1) at the integer indices idx: the result has
 // idx's shape.
 func (b *Builder) GatherFlat(x, idx *Value) *Value {
-	mustf(x.T.Rank() == 1, "gather_flat: operand %v is not rank 1", x.T)
+	if x.T.Rank() != 1 {
+		failf("gather_flat: operand %v is not rank 1", x.T)
+	}
 	r := idx.T.Rank()
 	shape := append(append([]int64{}, idx.T.Shape...), 1)
 	ind := b.Reshape(idx, shape...)
@@ -34,7 +36,9 @@ func (b *Builder) Gather(x, idx *Value, out Type, offsetDims, collapsed, startIn
 // idx's shape). With combine nil the update replaces the element; otherwise
 // combine merges old and new (e.g. Add for index_add).
 func (b *Builder) ScatterFlat(x, idx, upd *Value, combine func(rb *Builder, old, new *Value) *Value) *Value {
-	mustf(x.T.Rank() == 1, "scatter_flat: operand %v is not rank 1", x.T)
+	if x.T.Rank() != 1 {
+		failf("scatter_flat: operand %v is not rank 1", x.T)
+	}
 	r := idx.T.Rank()
 	shape := append(append([]int64{}, idx.T.Shape...), 1)
 	ind := b.Reshape(idx, shape...)

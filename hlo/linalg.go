@@ -7,7 +7,9 @@ import "fmt"
 // Only the selected triangle of a is read; the other triangle of the result
 // is unspecified.
 func (b *Builder) Cholesky(a *Value, lower bool) *Value {
-	mustf(a.T.Rank() >= 2 && a.T.Shape[a.T.Rank()-1] == a.T.Shape[a.T.Rank()-2], "cholesky: not square: %v", a.T)
+	if !(a.T.Rank() >= 2 && a.T.Shape[a.T.Rank()-1] == a.T.Shape[a.T.Rank()-2]) {
+		failf("cholesky: not square: %v", a.T)
+	}
 	return b.op("stablehlo.cholesky", a.T, fmt.Sprintf("{lower = %v}", lower), a)
 }
 
@@ -17,8 +19,12 @@ func (b *Builder) Cholesky(a *Value, lower bool) *Value {
 // transposes a when transposeA. Leading dimensions of a and rhs must match.
 func (b *Builder) TriangularSolve(a, rhs *Value, leftSide, lower, unitDiagonal, transposeA bool) *Value {
 	r := a.T.Rank()
-	mustf(r >= 2 && r == rhs.T.Rank() && a.T.Shape[r-1] == a.T.Shape[r-2], "triangular_solve: bad shapes %v, %v", a.T, rhs.T)
-	mustf(a.T.Elem == rhs.T.Elem, "triangular_solve: element types differ: %v vs %v", a.T, rhs.T)
+	if !(r >= 2 && r == rhs.T.Rank() && a.T.Shape[r-1] == a.T.Shape[r-2]) {
+		failf("triangular_solve: bad shapes %v, %v", a.T, rhs.T)
+	}
+	if a.T.Elem != rhs.T.Elem {
+		failf("triangular_solve: element types differ: %v vs %v", a.T, rhs.T)
+	}
 	t := "NO_TRANSPOSE"
 	if transposeA {
 		t = "TRANSPOSE"

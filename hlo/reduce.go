@@ -19,7 +19,9 @@ const (
 func reducedShape(t Type, dims []int64) []int64 {
 	drop := map[int64]bool{}
 	for _, d := range dims {
-		mustf(d >= 0 && int(d) < t.Rank() && !drop[d], "reduce: bad dimension %d for %v", d, t)
+		if !(d >= 0 && int(d) < t.Rank() && !drop[d]) {
+			failf("reduce: bad dimension %d for %v", d, t)
+		}
 		drop[d] = true
 	}
 	var out []int64
@@ -149,7 +151,9 @@ func (b *Builder) DotGeneral(x, y *Value, batchX, batchY, contractX, contractY [
 // accumulate in out, so half-precision operands can sum in float32 and be
 // rounded once by the caller.
 func (b *Builder) DotGeneralTo(out Elem, x, y *Value, batchX, batchY, contractX, contractY []int64) *Value {
-	mustf(x.T.Elem == y.T.Elem, "dot_general: element types differ: %v vs %v", x.T, y.T)
+	if x.T.Elem != y.T.Elem {
+		failf("dot_general: element types differ: %v vs %v", x.T, y.T)
+	}
 	used := func(n int, a, c []int64) []int64 {
 		skip := map[int64]bool{}
 		for _, d := range a {
@@ -168,11 +172,15 @@ func (b *Builder) DotGeneralTo(out Elem, x, y *Value, batchX, batchY, contractX,
 	}
 	var dims []int64
 	for i, d := range batchX {
-		mustf(x.T.Shape[d] == y.T.Shape[batchY[i]], "dot_general: batch dims differ: %v vs %v", x.T, y.T)
+		if x.T.Shape[d] != y.T.Shape[batchY[i]] {
+			failf("dot_general: batch dims differ: %v vs %v", x.T, y.T)
+		}
 		dims = append(dims, x.T.Shape[d])
 	}
 	for i, d := range contractX {
-		mustf(x.T.Shape[d] == y.T.Shape[contractY[i]], "dot_general: contracting dims differ: %v vs %v", x.T, y.T)
+		if x.T.Shape[d] != y.T.Shape[contractY[i]] {
+			failf("dot_general: contracting dims differ: %v vs %v", x.T, y.T)
+		}
 	}
 	for _, d := range used(x.T.Rank(), batchX, contractX) {
 		dims = append(dims, x.T.Shape[d])

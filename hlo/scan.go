@@ -8,12 +8,18 @@ import "slices"
 // one scalar per operand. inits holds one scalar per operand; padding takes
 // those values.
 func (b *Builder) ReduceWindowN(xs, inits []*Value, w Window, body func(rb *Builder, args []*Value) []*Value) []*Value {
-	mustf(len(xs) > 0 && len(xs) == len(inits), "reduce_window: %d operands and %d inits", len(xs), len(inits))
+	if !(len(xs) > 0 && len(xs) == len(inits)) {
+		failf("reduce_window: %d operands and %d inits", len(xs), len(inits))
+	}
 	attrs, shape := w.resolve(xs[0].T)
 	var argTypes, accTypes, outTypes []Type
 	for i, x := range xs {
-		mustf(slices.Equal(x.T.Shape, xs[0].T.Shape), "reduce_window: operand shapes differ: %v vs %v", x.T, xs[0].T)
-		mustf(inits[i].T.Equal(T(x.T.Elem)), "reduce_window: init %v for %v", inits[i].T, x.T)
+		if !slices.Equal(x.T.Shape, xs[0].T.Shape) {
+			failf("reduce_window: operand shapes differ: %v vs %v", x.T, xs[0].T)
+		}
+		if !inits[i].T.Equal(T(x.T.Elem)) {
+			failf("reduce_window: init %v for %v", inits[i].T, x.T)
+		}
 		accTypes = append(accTypes, T(x.T.Elem))
 		outTypes = append(outTypes, T(x.T.Elem, shape...))
 	}
@@ -29,7 +35,9 @@ func (b *Builder) ReduceWindowN(xs, inits []*Value, w Window, body func(rb *Buil
 // padded in front with the inits.
 func (b *Builder) Scan(xs, inits []*Value, dim int64, body func(rb *Builder, args []*Value) []*Value) []*Value {
 	r := xs[0].T.Rank()
-	mustf(dim >= 0 && int(dim) < r, "scan: bad dimension %d for %v", dim, xs[0].T)
+	if !(dim >= 0 && int(dim) < r) {
+		failf("scan: bad dimension %d for %v", dim, xs[0].T)
+	}
 	n := xs[0].T.Shape[dim]
 	dims := make([]int64, r)
 	pad := make([][2]int64, r)

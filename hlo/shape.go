@@ -8,7 +8,9 @@ import (
 // Reshape returns x with the given dimensions (same element count).
 func (b *Builder) Reshape(x *Value, dims ...int64) *Value {
 	t := T(x.T.Elem, dims...)
-	mustf(t.NumElements() == x.T.NumElements(), "reshape: %v to %v changes the element count", x.T, dims)
+	if t.NumElements() != x.T.NumElements() {
+		failf("reshape: %v to %v changes the element count", x.T, dims)
+	}
 	if t.Equal(x.T) {
 		return x
 	}
@@ -17,10 +19,13 @@ func (b *Builder) Reshape(x *Value, dims ...int64) *Value {
 
 // BroadcastInDim broadcasts x to dims; x's dimension i becomes dimension mapping[i].
 func (b *Builder) BroadcastInDim(x *Value, dims []int64, mapping []int64) *Value {
-	mustf(len(mapping) == x.T.Rank(), "broadcast_in_dim: mapping %v for %v", mapping, x.T)
+	if len(mapping) != x.T.Rank() {
+		failf("broadcast_in_dim: mapping %v for %v", mapping, x.T)
+	}
 	for i, m := range mapping {
-		mustf(m >= 0 && int(m) < len(dims) && (x.T.Shape[i] == 1 || x.T.Shape[i] == dims[m]),
-			"broadcast_in_dim: %v to %v with %v", x.T, dims, mapping)
+		if !(m >= 0 && int(m) < len(dims) && (x.T.Shape[i] == 1 || x.T.Shape[i] == dims[m])) {
+			failf("broadcast_in_dim: %v to %v with %v", x.T, dims, mapping)
+		}
 	}
 	t := T(x.T.Elem, dims...)
 	if t.Equal(x.T) {
@@ -42,7 +47,9 @@ func (b *Builder) BroadcastInDim(x *Value, dims []int64, mapping []int64) *Value
 // BroadcastTo broadcasts x to dims with NumPy's trailing alignment.
 func (b *Builder) BroadcastTo(x *Value, dims []int64) *Value {
 	off := len(dims) - x.T.Rank()
-	mustf(off >= 0, "broadcast: %v to %v", x.T, dims)
+	if off < 0 {
+		failf("broadcast: %v to %v", x.T, dims)
+	}
 	mapping := make([]int64, x.T.Rank())
 	for i := range mapping {
 		mapping[i] = int64(off + i)
@@ -52,7 +59,9 @@ func (b *Builder) BroadcastTo(x *Value, dims []int64) *Value {
 
 // Transpose permutes x's dimensions: result dimension i is x's dimension perm[i].
 func (b *Builder) Transpose(x *Value, perm ...int64) *Value {
-	mustf(len(perm) == x.T.Rank(), "transpose: perm %v for %v", perm, x.T)
+	if len(perm) != x.T.Rank() {
+		failf("transpose: perm %v for %v", perm, x.T)
+	}
 	dims := make([]int64, len(perm))
 	identity := true
 	for i, p := range perm {
@@ -68,12 +77,15 @@ func (b *Builder) Transpose(x *Value, perm ...int64) *Value {
 // Slice takes elements start[i] <= k < limit[i] stepping by strides[i] in each dimension.
 func (b *Builder) Slice(x *Value, start, limit, strides []int64) *Value {
 	r := x.T.Rank()
-	mustf(len(start) == r && len(limit) == r && len(strides) == r, "slice: rank mismatch for %v", x.T)
+	if !(len(start) == r && len(limit) == r && len(strides) == r) {
+		failf("slice: rank mismatch for %v", x.T)
+	}
 	dims := make([]int64, r)
 	identity := true
 	for i := range dims {
-		mustf(start[i] >= 0 && limit[i] <= x.T.Shape[i] && start[i] <= limit[i] && strides[i] >= 1,
-			"slice: [%d:%d:%d] out of %v", start[i], limit[i], strides[i], x.T)
+		if !(start[i] >= 0 && limit[i] <= x.T.Shape[i] && start[i] <= limit[i] && strides[i] >= 1) {
+			failf("slice: [%d:%d:%d] out of %v", start[i], limit[i], strides[i], x.T)
+		}
 		dims[i] = (limit[i] - start[i] + strides[i] - 1) / strides[i]
 		identity = identity && start[i] == 0 && limit[i] == x.T.Shape[i] && strides[i] == 1
 	}
@@ -86,14 +98,18 @@ func (b *Builder) Slice(x *Value, start, limit, strides []int64) *Value {
 
 // Concatenate joins xs along dim.
 func (b *Builder) Concatenate(dim int, xs ...*Value) *Value {
-	mustf(len(xs) > 0, "concatenate: no operands")
+	if len(xs) <= 0 {
+		failf("concatenate: no operands")
+	}
 	if len(xs) == 1 {
 		return xs[0]
 	}
 	dims := append([]int64{}, xs[0].T.Shape...)
 	dims[dim] = 0
 	for _, x := range xs {
-		mustf(x.T.Rank() == len(dims) && x.T.Elem == xs[0].T.Elem, "concatenate: %v vs %v", x.T, xs[0].T)
+		if !(x.T.Rank() == len(dims) && x.T.Elem == xs[0].T.Elem) {
+			failf("concatenate: %v vs %v", x.T, xs[0].T)
+		}
 		dims[dim] += x.T.Shape[dim]
 	}
 	return b.op("stablehlo.concatenate", T(xs[0].T.Elem, dims...), "{dimension = "+strconv.Itoa(dim)+" : i64}", xs...)
@@ -106,15 +122,18 @@ func (b *Builder) Iota(t Type, dim int) *Value {
 
 // DynamicSlice takes a block of sizes starting at the rank-0 integer starts.
 func (b *Builder) DynamicSlice(x *Value, starts []*Value, sizes []int64) *Value {
-	mustf(len(starts) == x.T.Rank() && len(sizes) == x.T.Rank(), "dynamic_slice: rank mismatch for %v", x.T)
+	if !(len(starts) == x.T.Rank() && len(sizes) == x.T.Rank()) {
+		failf("dynamic_slice: rank mismatch for %v", x.T)
+	}
 	ops := append([]*Value{x}, starts...)
 	return b.op("stablehlo.dynamic_slice", T(x.T.Elem, sizes...), "{slice_sizes = "+i64Array(sizes)+"}", ops...)
 }
 
 // DynamicUpdateSlice writes update into x at the rank-0 integer starts.
 func (b *Builder) DynamicUpdateSlice(x, update *Value, starts []*Value) *Value {
-	mustf(len(starts) == x.T.Rank() && update.T.Rank() == x.T.Rank() && update.T.Elem == x.T.Elem,
-		"dynamic_update_slice: %v into %v", update.T, x.T)
+	if !(len(starts) == x.T.Rank() && update.T.Rank() == x.T.Rank() && update.T.Elem == x.T.Elem) {
+		failf("dynamic_update_slice: %v into %v", update.T, x.T)
+	}
 	ops := append([]*Value{x, update}, starts...)
 	return b.op("stablehlo.dynamic_update_slice", x.T, "", ops...)
 }

@@ -144,23 +144,26 @@ func i64Array(xs []int64) string {
 	if len(xs) == 0 {
 		return "array<i64>"
 	}
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = strconv.FormatInt(x, 10)
-	}
-	return "array<i64: " + strings.Join(parts, ", ") + ">"
+	return string(appendInts(append(make([]byte, 0, 12+4*len(xs)), "array<i64: "...), xs, ">"))
 }
 
 func intList(xs []int64) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = strconv.FormatInt(x, 10)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
+	return string(appendInts(append(make([]byte, 0, 2+4*len(xs)), '['), xs, "]"))
 }
 
-func mustf(ok bool, format string, args ...any) {
-	if !ok {
-		panic(fmt.Errorf("hlo: "+format, args...))
+// appendInts appends xs separated by ", ", then end.
+func appendInts(buf []byte, xs []int64, end string) []byte {
+	for i, x := range xs {
+		if i > 0 {
+			buf = append(buf, ", "...)
+		}
+		buf = strconv.AppendInt(buf, x, 10)
 	}
+	return append(buf, end...)
+}
+
+// failf panics with an hlo error: a builder's checks call it only when they
+// fail, so that their message arguments are not boxed on every op.
+func failf(format string, args ...any) {
+	panic(fmt.Errorf("hlo: "+format, args...))
 }

@@ -7,21 +7,29 @@ package hlo
 // only the carried values, so anything from outside must be carried.
 func (b *Builder) While(init []*Value, cond func(rb *Builder, args []*Value) *Value,
 	body func(rb *Builder, args []*Value) []*Value) []*Value {
-	mustf(len(init) > 0, "while: no carried values")
+	if len(init) <= 0 {
+		failf("while: no carried values")
+	}
 	types := make([]Type, len(init))
 	for i, v := range init {
 		types[i] = v.T
 	}
 	condBlock := b.block(types, func(rb *Builder, a []*Value) []*Value {
 		c := cond(rb, a)
-		mustf(c.T.Elem == Pred && c.T.Rank() == 0, "while: condition must be a scalar bool, got %v", c.T)
+		if !(c.T.Elem == Pred && c.T.Rank() == 0) {
+			failf("while: condition must be a scalar bool, got %v", c.T)
+		}
 		return []*Value{c}
 	})
 	bodyBlock := b.block(types, func(rb *Builder, a []*Value) []*Value {
 		outs := body(rb, a)
-		mustf(len(outs) == len(types), "while: body returns %d values for %d carried", len(outs), len(types))
+		if len(outs) != len(types) {
+			failf("while: body returns %d values for %d carried", len(outs), len(types))
+		}
 		for i, o := range outs {
-			mustf(o.T.Equal(types[i]), "while: body value %d is %v, carried as %v", i, o.T, types[i])
+			if !o.T.Equal(types[i]) {
+				failf("while: body value %d is %v, carried as %v", i, o.T, types[i])
+			}
 		}
 		return outs
 	})
@@ -32,7 +40,9 @@ func (b *Builder) While(init []*Value, cond func(rb *Builder, args []*Value) *Va
 // passing the iteration number i (a scalar int64 counting from 0) and the
 // carried values, and returns their final values.
 func (b *Builder) ForN(n *Value, init []*Value, body func(rb *Builder, i *Value, args []*Value) []*Value) []*Value {
-	mustf(n.T.Elem == S64 && n.T.Rank() == 0, "for: trip count must be a scalar int64, got %v", n.T)
+	if !(n.T.Elem == S64 && n.T.Rank() == 0) {
+		failf("for: trip count must be a scalar int64, got %v", n.T)
+	}
 	carried := append([]*Value{b.ConstantInt(T(S64), 0), n}, init...)
 	outs := b.While(carried, func(rb *Builder, a []*Value) *Value {
 		return rb.Compare(LT, a[0], a[1])

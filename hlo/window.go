@@ -21,11 +21,14 @@ func (w Window) resolve(t Type) (string, []int64) {
 	if pad == nil {
 		pad = make([][2]int64, r)
 	}
-	mustf(len(w.Dims) == r && len(s) == r && len(bd) == r && len(wd) == r && len(pad) == r,
-		"reduce_window: window of rank %d for %v", len(w.Dims), t)
+	if !(len(w.Dims) == r && len(s) == r && len(bd) == r && len(wd) == r && len(pad) == r) {
+		failf("reduce_window: window of rank %d for %v", len(w.Dims), t)
+	}
 	shape := make([]int64, r)
 	for i := range shape {
-		mustf(pad[i][0] >= 0 && pad[i][1] >= 0, "reduce_window: negative padding %v", pad)
+		if !(pad[i][0] >= 0 && pad[i][1] >= 0) {
+			failf("reduce_window: negative padding %v", pad)
+		}
 		shape[i] = windowOut(t.Shape[i], bd[i], pad[i][0], pad[i][1], w.Dims[i], wd[i], s[i])
 	}
 	attrs := fmt.Sprintf("{base_dilations = %s, padding = %s, window_dilations = %s, window_dimensions = %s, window_strides = %s}",
@@ -56,7 +59,9 @@ func (b *Builder) ReduceWindow(x, init *Value, r Reducer, w Window) *Value {
 // losing value with the largest index, so a real element always beats it.
 // It returns the winning values and indices.
 func (b *Builder) ReduceWindowArg(x, idx *Value, cmp string, w Window) (*Value, *Value) {
-	mustf(x.T.Rank() == idx.T.Rank(), "reduce_window: %v and indices %v", x.T, idx.T)
+	if x.T.Rank() != idx.T.Rank() {
+		failf("reduce_window: %v and indices %v", x.T, idx.T)
+	}
 	attrs, shape := w.resolve(x.T)
 	st, it := T(x.T.Elem), T(idx.T.Elem)
 	var initV *Value
@@ -65,7 +70,9 @@ func (b *Builder) ReduceWindowArg(x, idx *Value, cmp string, w Window) (*Value, 
 	} else {
 		initV = b.Constant(st, highest(x.T.Elem))
 	}
-	mustf(idx.T.Elem == S64 || idx.T.Elem == S32, "reduce_window: indices %v are not s32 or s64", idx.T)
+	if !(idx.T.Elem == S64 || idx.T.Elem == S32) {
+		failf("reduce_window: indices %v are not s32 or s64", idx.T)
+	}
 	initI := b.ConstantInt(it, math.MaxInt64)
 	if idx.T.Elem == S32 {
 		initI = b.ConstantInt(it, math.MaxInt32)
