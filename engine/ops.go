@@ -161,8 +161,8 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 	return outs, nil
 }
 
-// opFailed sends an op without a usable rule to the CPU (ErrNoRule), and adds the op and its
-// arguments to any other error.
+// opFailed sends an op without a usable rule to the CPU (ErrNoRule), and
+// adds the op and its arguments to any other error.
 func (e *Engine) opFailed(op string, args []dispatch.Arg, outs *[]OutTensor, err *error) {
 	if errors.Is(*err, dispatch.ErrRunOnCPU) {
 		*outs, *err = nil, ErrNoRule

@@ -10,6 +10,8 @@ def test_collectives_on_two_ranks():
     for dtype in ("float32", "bfloat16", "int64"):
         for rank in (0, 1):
             assert f"rank {rank}: collectives ok for torch.{dtype}" in out, out[-3000:]
+    for rank in (0, 1):
+        assert f"rank {rank}: staging buffers reused" in out, out[-3000:]
     assert "rank 0: done" in out and "rank 1: done" in out
 
 

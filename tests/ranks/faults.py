@@ -12,7 +12,7 @@ The checks run in order in one process group (10 s timeout):
           rank 0 started its own); rank 0 waits on the future, then on the Work, then tries a
           second all_reduce
   unread  rank 1's input cannot be copied to the host (tpu only: its copy raises, injected at the
-          backend's host-copy helper); both ranks all_reduce
+          staging pool's host copy); both ranks all_reduce
   raise   rank 1 raises before the all_reduce (an uncaught exception ends it)
   stall   rank 1 raises before the all_reduce, catches it and sleeps past the timeout
 For each check a rank prints one line:
@@ -132,18 +132,18 @@ def run_check(check, rank, dev):
         again = pattern(4, rank).to(dev)
         attempt(rank, "kill-next", lambda: (dist.all_reduce(again), sync(dev)), again, pattern(4, rank), None)
     elif check == "unread":
-        from torchtpu.distributed import host_backend
+        from torchtpu.distributed.staging import StagingPool
 
         given = pattern(8, rank)
         t = given.to(dev)
         if rank == 1:
-            real = host_backend._host
+            real = StagingPool.copy_of
 
-            def failing(x):
-                host_backend._host = real  # once
+            def failing(pool, x, held):
+                StagingPool.copy_of = real  # once
                 raise RuntimeError("injected: the device could not copy this tensor to the host")
 
-            host_backend._host = failing
+            StagingPool.copy_of = failing
         attempt(rank, check, lambda: (dist.all_reduce(t), sync(dev)), t, given, pattern(8, 0) + pattern(8, 1))
     elif check in ("raise", "stall"):
         given = pattern(8, rank)

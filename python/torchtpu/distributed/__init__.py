@@ -35,13 +35,17 @@ def register():
 
 
 def traffic():
-    """What this process has handed to the tpu_gloo backend: {"collectives": n, "bytes": input bytes}."""
+    """What this process has handed to the tpu_gloo backend: {"collectives": n, "bytes": input bytes,
+    "staging_made": host buffers allocated, "staging_reused": host buffers reused from earlier collectives}."""
     from .host_backend import traffic as t
+    from .staging import stats
 
-    return dict(t)
+    return dict(t, staging_made=stats["made"], staging_reused=stats["reused"])
 
 
 def reset_traffic():
     from .host_backend import traffic as t
+    from .staging import stats
 
     t.update(collectives=0, bytes=0)
+    stats.update(made=0, reused=0)
