@@ -1,7 +1,7 @@
 // The arguments of one ttpu_op call: PyTorch values as ttpu_arg structs, and the buffers they point into.
 #pragma once
 
-#include <deque>
+#include <list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +18,7 @@ ttpu_tensor describe(const at::Tensor& t);
 // ArgList is the ttpu_arg array of one call; it owns every buffer the args point into.
 class ArgList {
  public:
-  explicit ArgList(std::string op) : op_(std::move(op)) {}
+  explicit ArgList(std::string op) : op_(std::move(op)) { args_.reserve(8); }
 
   void add_none();
   void add_tensor(const at::Tensor& t);
@@ -51,10 +51,12 @@ class ArgList {
 
   std::string op_;
   std::vector<ttpu_arg> args_;
-  std::deque<std::vector<ttpu_tensor>> tensors_;
-  std::deque<std::vector<int64_t>> ints_;
-  std::deque<std::vector<double>> doubles_;
-  std::deque<std::string> strings_;
+  // The buffers args_ points into. Lists keep their elements in place as they grow and, unlike
+  // deques, allocate nothing while empty: most ops fill one or two of them, or none.
+  std::list<std::vector<ttpu_tensor>> tensors_;
+  std::list<std::vector<int64_t>> ints_;
+  std::list<std::vector<double>> doubles_;
+  std::list<std::string> strings_;
   std::vector<at::Tensor> keep_;
   std::optional<c10::DeviceIndex> device_;
   std::optional<c10::DeviceIndex> named_device_;
