@@ -143,6 +143,7 @@ func TestErrors(t *testing.T) {
 	expect(t, l, "has_rule_add", "has_rule_add 1")
 	expect(t, l, "has_rule_dropout", "has_rule_dropout 2")
 	expectHas(t, l, "null_args", "null_args status=1 torchtpu: internal error:")
+	expectHas(t, l, "null_tensors", "null_tensors status=1 torchtpu: internal error:")
 	expectHas(t, l, "short_read", "short_read status=1", "16 bytes", "8 host bytes")
 	expectHas(t, l, "unknown_storage", "unknown_storage status=1", "0x7ff0000000")
 	expectHas(t, l, "bad_mode", "bad_mode status=1", `"fastest"`, `"fused"`)

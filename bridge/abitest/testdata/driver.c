@@ -162,6 +162,13 @@ static void errors(void) {
   s = ttpu_op("aten::add.Tensor", NULL, 2, 0, NULL, 0, none, 1, &nouts, err, sizeof err);
   printf("null_args status=%d %s\n", s, err);
 
+  /* Tensor arguments without their tensors: an error as well, not a crash. */
+  ttpu_arg bare[2];
+  memset(bare, 0, sizeof bare);
+  bare[0].kind = bare[1].kind = TTPU_ARG_TENSOR;
+  s = ttpu_op("aten::add.Tensor", bare, 2, 0, NULL, 0, none, 1, &nouts, err, sizeof err);
+  printf("null_tensors status=%d %s\n", s, err);
+
   float small[2];
   ttpu_tensor t = vec(a, 4);
   s = ttpu_to_host(&t, small, sizeof small, err, sizeof err);
