@@ -7,19 +7,6 @@ import (
 
 // Scalar literal encodings: floats print as their exact bit pattern so the
 // text is canonical and loses nothing.
-// hexLiteral writes the low digits hex digits of bits as MLIR writes a
-// float's bit pattern: "0x" and upper-case digits, zero-padded.
-func hexLiteral(bits uint64, digits int) string {
-	const hex = "0123456789ABCDEF"
-	buf := make([]byte, 2+digits)
-	buf[0], buf[1] = '0', 'x'
-	for i := digits - 1; i >= 0; i-- {
-		buf[2+i] = hex[bits&15]
-		bits >>= 4
-	}
-	return string(buf)
-}
-
 func literal(e Elem, v float64) string {
 	switch e {
 	case C64, C128:
@@ -49,6 +36,19 @@ func literal(e Elem, v float64) string {
 		}
 		return strconv.FormatInt(int64(v), 10)
 	}
+}
+
+// hexLiteral writes the low digits hex digits of bits as MLIR writes a
+// float's bit pattern: "0x" and upper-case digits, zero-padded.
+func hexLiteral(bits uint64, digits int) string {
+	const hex = "0123456789ABCDEF"
+	buf := make([]byte, 2+digits)
+	buf[0], buf[1] = '0', 'x'
+	for i := digits - 1; i >= 0; i-- {
+		buf[2+i] = hex[bits&15]
+		bits >>= 4
+	}
+	return string(buf)
 }
 
 // Constant returns a tensor of type t filled with v (a splat).

@@ -40,16 +40,7 @@ func (w Window) resolve(t Type) (string, []int64) {
 // takes the value of the scalar init.
 func (b *Builder) ReduceWindow(x, init *Value, r Reducer, w Window) *Value {
 	attrs, shape := w.resolve(x.T)
-	st := T(x.T.Elem)
-	body := b.region([]Type{st, st}, func(rb *Builder, a []*Value) []*Value {
-		switch r {
-		case ReduceMax:
-			return []*Value{rb.Max(a[0], a[1])}
-		case ReduceMin:
-			return []*Value{rb.Min(a[0], a[1])}
-		}
-		return []*Value{rb.binary(string(r), a[0], a[1])}
-	})
+	body := b.reducerRegion(r, x.T.Elem)
 	return b.opN("stablehlo.reduce_window", []Type{T(x.T.Elem, shape...)}, attrs, body, x, init)[0]
 }
 
