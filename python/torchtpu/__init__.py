@@ -27,6 +27,24 @@ def _register_with_torch():
     # Autocast on tpu computes in bfloat16 unless told otherwise (the setting is per thread;
     # this sets it for the thread that imports torchtpu).
     torch.set_autocast_dtype("tpu", torch.bfloat16)
+    _backward_on_caller()
+
+
+def _backward_on_caller():
+    """backward() runs its tpu nodes on the thread that calls it, as it runs CPU nodes, instead of
+    handing them to the autograd engine's thread for tpu:N and waiting: tpu ops only record or enqueue
+    work, so the device thread brought no overlap, and the two hand-offs cost about 50 µs a backward
+    (bench/results/floors.md). The setting is per thread (this sets it for the thread that imports
+    torchtpu; torch.autograd.set_multithreading_enabled(True) restores the engine's threads). Where a
+    CUDA or ROCm device is present, its backward keeps its device threads, and so does tpu's then;
+    TORCHTPU_AUTOGRAD_THREADS=1 keeps them always."""
+    import os
+
+    if os.environ.get("TORCHTPU_AUTOGRAD_THREADS") == "1":
+        return
+    if torch.cuda.is_available():
+        return
+    torch._C._set_multithreading_enabled(False)
 
 
 def _load():

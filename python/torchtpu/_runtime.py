@@ -84,11 +84,14 @@ def _autograd_barrier():
     if not _autograd_threads():
         return
     engine = torch.autograd.Variable._execution_engine
-    for i in range(int(_lib.lib().ttpu_device_count())):
-        x = torch.empty(1, device=f"tpu:{i}", requires_grad=True)
-        y, g = x.view(1), torch.empty(1, device=f"tpu:{i}")
-        _barrier_keep.extend((x, y, g))
-        engine.run_backward((y,), (g,), False, False, (), False, True)
+    # The exiting thread runs its own backward passes itself (torchtpu._backward_on_caller); the
+    # barrier's passes must reach the device threads, which other threads' passes may have used.
+    with torch.autograd.set_multithreading_enabled(True):
+        for i in range(int(_lib.lib().ttpu_device_count())):
+            x = torch.empty(1, device=f"tpu:{i}", requires_grad=True)
+            y, g = x.view(1), torch.empty(1, device=f"tpu:{i}")
+            _barrier_keep.extend((x, y, g))
+            engine.run_backward((y,), (g,), False, False, (), False, True)
 
 
 def _fail(message):
