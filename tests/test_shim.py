@@ -92,6 +92,11 @@ def test_forked_child_cannot_use_device():
             code = 0 if "forked child" in str(e) else 2
         if not torch.tpu._is_in_bad_fork():
             code = 3
+        try:  # the Python-side check (torchtpu._runtime.in_bad_fork) refuses before any call into Go
+            torch.tpu.synchronize()
+            code = code or 4
+        except RuntimeError as e:
+            code = code or (0 if "forked child" in str(e) else 5)
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0

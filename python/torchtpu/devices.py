@@ -3,6 +3,7 @@
 import torch
 
 from . import _lib, _runtime
+from .profiler import record
 
 
 def is_available():
@@ -54,8 +55,6 @@ def set_device(device):
 def synchronize(device=None):
     """Flush pending work and wait for the device to finish it."""
     _runtime.require()
-    from .profiler import record
-
     with record("torchtpu::synchronize"):
         _lib.call("ttpu_synchronize")
 
