@@ -8,7 +8,7 @@ stamp once that work has finished.
 
 import torch
 
-from .devices import _index
+from .devices import _index, current_device, set_device
 
 
 def _device(device):
@@ -79,8 +79,6 @@ class StreamContext:
     def __enter__(self):
         if self.stream is None:
             return self
-        from .devices import current_device, set_device
-
         self.prev_device = current_device()
         if self.stream.device_index != self.prev_device:
             set_device(self.stream.device_index)
@@ -91,8 +89,6 @@ class StreamContext:
     def __exit__(self, *exc):
         if self.stream is None:
             return False
-        from .devices import set_device
-
         torch.accelerator.set_stream(self.prev_stream)
         set_device(self.prev_device)
         return False
