@@ -1,5 +1,7 @@
 """torchtpu: PyTorch's tpu device (the PrivateUse1 backend), executed through a PJRT plugin."""
 
+import os
+
 import torch
 
 from . import _lib, _runtime, conflict
@@ -38,8 +40,6 @@ def _backward_on_caller():
     torchtpu; torch.autograd.set_multithreading_enabled(True) restores the engine's threads). Where a
     CUDA or ROCm device is present, its backward keeps its device threads, and so does tpu's then;
     TORCHTPU_AUTOGRAD_THREADS=1 keeps them always."""
-    import os
-
     if os.environ.get("TORCHTPU_AUTOGRAD_THREADS") == "1":
         return
     if torch.cuda.is_available():
