@@ -54,6 +54,8 @@ type plan struct {
 	ranges  []*intRange   // by write: the value range the rule reported for it (nil: none)
 	uploads bool          // fused mode: a source is a one-off upload, so only a step tape may hold the plan
 	seeded  bool          // a source is a seed: each replay uploads its call's seed
+	program bool          // a deferred replay of a compiled program, held by step tapes only (program_tape.go)
+	weight  int           // the ops the plan counts as (a program's captured ops; 0: one)
 }
 
 // rangeOf returns a copy of the value range plan p gives its write i, or nil.
@@ -96,6 +98,7 @@ const (
 	srcScalar                // a cached number
 	srcUpload                // a value the rule uploaded for this call alone
 	srcSeed                  // the seed in argument arg, uploaded for each call
+	srcConst                 // a compiled program's constant (buf), the same for every call
 )
 
 // source is where a plan input comes from.
@@ -103,7 +106,7 @@ type source struct {
 	kind     srcKind
 	arg, idx int // srcArg: argument and tensor index; srcSeed: argument
 	scalar   scalarKey
-	buf      *pjrt.Buffer // srcUpload, srcSeed: this call's buffer, valid until the graph reading it runs
+	buf      *pjrt.Buffer // srcUpload, srcSeed: this call's buffer, valid until the graph reading it runs; srcConst: the constant
 }
 
 // seedUpload is a seed a rule uploaded (Engine.Seed): its buffer and argument.

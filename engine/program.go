@@ -31,7 +31,8 @@ type Program struct {
 	// deferred is the captured graph as a fragment, for replays recorded
 	// into the pending graph (program_defer.go); nil when it cannot be cut.
 	deferred *deferred
-	step     bool // a replay opens a compiled step in strict mode (program_defer.go)
+	step     bool   // a replay opens a compiled step in strict mode (program_defer.go)
+	tapeOp   string // its replays' op name in step tapes (program_tape.go)
 
 	// bound holds a graph's storages as the last replay checked them in
 	// full, for the next replay's boundHolds (graph_bound.go).
@@ -116,15 +117,18 @@ func (p *Program) launch() launch {
 }
 
 // release frees the program's own buffers.
-func (p *Program) release() {
+func (p *Program) release() { p.releaseWith((*pjrt.Buffer).Destroy) }
+
+// releaseWith hands the program's own buffers to drop.
+func (p *Program) releaseWith(drop func(*pjrt.Buffer)) {
 	for _, b := range p.binds {
 		if b.kind == bindConst {
-			b.buf.Destroy()
+			drop(b.buf)
 		}
 	}
 	p.binds, p.bound, p.args, p.vary = nil, nil, nil, nil
 	if p.deferred != nil {
-		p.deferred.release()
+		p.deferred.releaseWith(drop)
 		p.deferred = nil
 	}
 }
@@ -170,7 +174,10 @@ func (e *Engine) FreeProgram(h int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if p := e.programs.remove(h); p != nil {
-		p.release()
+		if p.deferred != nil {
+			e.forgetDeferred()
+		}
+		p.releaseWith(e.dropBuffer) // a pending graph that pasted the program still reads its constants
 		e.pin(p.stores, -1)
 	}
 }

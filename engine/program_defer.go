@@ -30,7 +30,8 @@ import (
 type deferred struct {
 	frag   *hlo.Fragment
 	refs   []hlo.Ref // one per Program.results
-	binds  []bind    // one per fragment parameter
+	inputs []int     // the program input each fragment input reads (its bindInput parameters, in order)
+	extra  []bind    // the program's other parameters, one per fragment parameter
 	consts []*pjrt.Buffer
 }
 
@@ -47,7 +48,8 @@ func (e *Engine) makeDeferred(p *Program, c *capture, g *graph, vals []*hlo.Valu
 	if !ok {
 		return
 	}
-	d := &deferred{frag: frag, refs: refs}
+	d := &deferred{}
+	var binds []bind
 	known := map[*pjrt.Buffer]bind{}
 	for k := range used {
 		known[args[k]] = p.binds[k]
@@ -71,15 +73,29 @@ func (e *Engine) makeDeferred(p *Program, c *capture, g *graph, vals []*hlo.Valu
 			d.consts = append(d.consts, cp)
 			b = bind{kind: bindConst, buf: cp}
 		}
-		d.binds = append(d.binds, b)
+		binds = append(binds, b)
 	}
+	// The inputs' values become the fragment's inputs, as a planned op's arguments are
+	// (plan_fused.go), so that a step tape can hold the replay as one of its ops (program_tape.go).
+	asInput := make([]bool, len(binds))
+	for k, b := range binds {
+		if asInput[k] = b.kind == bindInput; asInput[k] {
+			d.inputs = append(d.inputs, b.index)
+		} else {
+			d.extra = append(d.extra, b)
+		}
+	}
+	d.frag, d.refs = frag.ParamsAsInputs(asInput, refs)
 	p.deferred = d
 }
 
 // release frees the constants d keeps beyond its program's.
-func (d *deferred) release() {
+func (d *deferred) release() { d.releaseWith((*pjrt.Buffer).Destroy) }
+
+// releaseWith hands the constants d keeps beyond its program's to drop.
+func (d *deferred) releaseWith(drop func(*pjrt.Buffer)) {
 	for _, b := range d.consts {
-		b.Destroy()
+		drop(b)
 	}
 	d.consts = nil
 }
@@ -112,8 +128,15 @@ func (e *Engine) deferProgram(p *Program, inputs []*TensorDesc, seeds []int64) (
 	if err := e.useDevice(p.device); err != nil {
 		return nil, false, err
 	}
-	// A step tape knows ops only: a segment holding a program is recorded as it goes.
-	e.leaveTape()
+	s, targs, outs, done, err := e.programStep(p, inputs)
+	if done {
+		return outs, true, err
+	}
+	defer func() {
+		if !ok || err != nil { // launched instead, or failed: the segment cannot become a tape
+			e.leaveTape()
+		}
+	}()
 	first := map[uint64]int{}
 	for i, t := range inputs {
 		e.unpad(sts[i])
@@ -128,19 +151,21 @@ func (e *Engine) deferProgram(p *Program, inputs []*TensorDesc, seeds []int64) (
 		}
 	}
 	g, d := e.d.g, p.deferred
+	n0 := len(g.params)
+	ins := make([]*hlo.Value, len(d.inputs))
+	for k, i := range d.inputs {
+		if ins[k] = e.storageValue(sts[i]); ins[k] == nil {
+			return nil, false, nil
+		}
+	}
 	types := d.frag.Params()
-	params := make([]*hlo.Value, len(d.binds))
-	for k, b := range d.binds {
+	params := make([]*hlo.Value, len(d.extra))
+	for k, b := range d.extra {
 		switch b.kind {
-		case bindInput:
-			if params[k] = e.storageValue(sts[b.index]); params[k] == nil {
-				return nil, false, nil
-			}
-		case bindConst:
-			params[k] = g.param(b.buf, types[k])
+		case bindConst: // a position of its own at each paste, as a step tape's sources take them
+			params[k] = g.scalarParam(b.buf, types[k])
 		case bindOffset:
-			v := inputs[b.index].Offset
-			params[k] = g.scalarParam(e.scalarBuffer(scalarKey{elem: types[k].Elem, bits: uint64(v), exact: true}), types[k])
+			params[k] = g.scalarParam(e.scalarBuffer(offsetKey(types[k], inputs[b.index])), types[k])
 		case bindSeed:
 			buf, err := e.client.BufferFromHost(encodeInt(seeds[b.index], types[k].Elem), pjrtType(types[k].Elem), nil, p.device)
 			if err != nil {
@@ -150,7 +175,7 @@ func (e *Engine) deferProgram(p *Program, inputs []*TensorDesc, seeds []int64) (
 			params[k] = g.param(buf, types[k])
 		}
 	}
-	vals, ok := g.b.Paste(d.frag, nil, params, d.refs)
+	vals, ok := g.b.Paste(d.frag, ins, params, d.refs)
 	if !ok {
 		return nil, false, nil
 	}
@@ -173,6 +198,9 @@ func (e *Engine) deferProgram(p *Program, inputs []*TensorDesc, seeds []int64) (
 		case resultInput:
 			e.setPending(sts[r.index], vals[k])
 		}
+	}
+	if s != nil {
+		e.noteTapeOp(s, e.programPlan(p, inputs, sts, fresh), targs, outs, n0)
 	}
 	g.programs++
 	e.m.CompiledDeferred++

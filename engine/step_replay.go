@@ -24,6 +24,10 @@ import (
 func (e *Engine) replayStep(s *segment, op string, entry dispatch.Entry, args []dispatch.Arg) (outs []OutTensor, done bool, err error) {
 	te := &s.tape.ops[s.next]
 	same := bytes.Equal(s.hard, te.hard)
+	if te.p.program && !(same && bytes.Equal(s.soft, te.soft)) { // a program has no rule to run again
+		e.departTape(s)
+		return nil, false, nil
+	}
 	if same && !te.p.uploads && bytes.Equal(s.soft, te.soft) {
 		outs, err = e.replayTapeOp(s, te, args)
 		if err != nil {

@@ -52,6 +52,15 @@ type tape struct {
 	inPlace []bool     // each program output that takes over its storage's buffer (donation)
 }
 
+// weight returns the ops t's segment counted (a compiled program's replay counts its ops).
+func (t *tape) weight() int {
+	n := 0
+	for _, op := range t.ops {
+		n += max(1, op.p.weight)
+	}
+	return n
+}
+
 // tapeOp is one op of a tape.
 type tapeOp struct {
 	hard, soft []byte
@@ -318,7 +327,7 @@ next:
 			if k, ok := e.d.scalarOf[b]; !ok || k != x.scalar {
 				return false
 			}
-		case srcUpload, srcSeed:
+		case srcUpload, srcSeed, srcConst:
 			if x.buf != b {
 				return false
 			}
@@ -341,7 +350,7 @@ func (e *Engine) saveTape(s *segment, g *graph, prog *program, dst []*Storage, a
 		return
 	}
 	t := s.rec
-	if len(t.ops) == 0 || len(t.ops) != g.ops || len(t.params) > len(g.params) || len(g.extra) > 0 || e.lastProg == "" {
+	if len(t.ops) == 0 || t.weight() != g.ops || len(t.params) > len(g.params) || len(g.extra) > 0 || e.lastProg == "" {
 		return
 	}
 	t.args = make([]paramSrc, len(prog.used))

@@ -1,5 +1,7 @@
 package hlo
 
+import "slices"
+
 // A Fragment is a run of ops cut out of a builder so that it can be recorded
 // again, into the same builder or a later one, on other inputs. An engine
 // records an op's lowering once and pastes it on later calls with the same
@@ -210,4 +212,44 @@ func (f *Fragment) Equal(g *Fragment) bool {
 		}
 	}
 	return true
+}
+
+// ParamsAsInputs returns a copy of f, which must read no inputs, in which the
+// parameters marked in asInput are inputs instead, in their order, and the
+// others stay parameters, in theirs; refs, which name values of f, are
+// renamed for the copy. Pasted with those inputs and parameters, the copy
+// records what f records.
+func (f *Fragment) ParamsAsInputs(asInput []bool, refs []Ref) (*Fragment, []Ref) {
+	if len(f.inputs) != 0 || len(asInput) != len(f.params) {
+		failf("ParamsAsInputs: %d inputs and %d marks for %d parameters", len(f.inputs), len(asInput), len(f.params))
+	}
+	g := &Fragment{ops: make([]fragOp, len(f.ops)), results: f.results, operands: f.operands}
+	to := make([]Ref, len(f.params))
+	for i, t := range f.params {
+		if asInput[i] {
+			to[i] = Ref{refInput, int32(len(g.inputs)), 0}
+			g.inputs = append(g.inputs, t)
+		} else {
+			to[i] = Ref{refParam, int32(len(g.params)), 0}
+			g.params = append(g.params, t)
+		}
+	}
+	rename := func(r Ref) Ref {
+		if r.kind == refParam {
+			return to[r.idx]
+		}
+		return r
+	}
+	for i, op := range f.ops {
+		op.operands = slices.Clone(op.operands)
+		for k, r := range op.operands {
+			op.operands[k] = rename(r)
+		}
+		g.ops[i] = op
+	}
+	out := make([]Ref, len(refs))
+	for i, r := range refs {
+		out[i] = rename(r)
+	}
+	return g, out
 }

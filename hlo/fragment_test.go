@@ -123,3 +123,43 @@ func TestFragmentEqualComparesStructure(t *testing.T) {
 		t.Errorf("Inputs: %v", a.Inputs())
 	}
 }
+
+// TestFragmentParamsAsInputs cuts a whole module's run, whose operands are all
+// parameters, turns its first and third parameters into inputs, and pastes
+// the copy on those inputs and the one parameter left: the module equals the
+// direct recording, and a ref to a parameter now names the input.
+func TestFragmentParamsAsInputs(t *testing.T) {
+	body := func(b *Builder, x, n, y *Value) *Value {
+		return b.Add(b.Mul(x, y), b.BroadcastTo(n, x.T.Shape))
+	}
+	direct := NewBuilder()
+	dx, dn, dy := direct.Param(T(F32, 2, 3)), direct.Param(T(F32)), direct.Param(T(F32, 2, 3))
+	want, _ := direct.Module([]*Value{body(direct, dx, dn, dy), dy})
+
+	src := NewBuilder()
+	sx, sn, sy := src.Param(T(F32, 2, 3)), src.Param(T(F32)), src.Param(T(F32, 2, 3))
+	frag, refs, ok := src.Cut(0, 0, nil, []*Value{body(src, sx, sn, sy), sy})
+	if !ok || len(frag.Params()) != 3 || len(frag.Inputs()) != 0 {
+		t.Fatalf("Cut: ok=%v params=%v inputs=%v", ok, frag.Params(), frag.Inputs())
+	}
+	g, grefs := frag.ParamsAsInputs([]bool{true, false, true}, refs)
+	if len(g.Inputs()) != 2 || len(g.Params()) != 1 || !g.Params()[0].Equal(T(F32)) {
+		t.Fatalf("inputs %v params %v", g.Inputs(), g.Params())
+	}
+	dst := NewBuilder()
+	px, pn, py := dst.Param(T(F32, 2, 3)), dst.Param(T(F32)), dst.Param(T(F32, 2, 3))
+	vals, ok := dst.Paste(g, []*Value{px, py}, []*Value{pn}, grefs)
+	if !ok {
+		t.Fatal("Paste refused the copy's inputs")
+	}
+	if vals[1] != py {
+		t.Error("a ref to the third parameter does not name the second input")
+	}
+	got, _ := dst.Module(vals)
+	if got != want {
+		t.Fatalf("pasted module:\n%s\nwant:\n%s", got, want)
+	}
+	if len(frag.Params()) != 3 || frag.ops[0].operands[0].kind != refParam {
+		t.Error("ParamsAsInputs changed the fragment it copied")
+	}
+}

@@ -68,6 +68,7 @@ state_err = max((opt.state[p][k].cpu() - ref_opt.state[q][k]).abs().max().item()
 report(sched=SCHED, losses=losses, ref=ref_losses, launches=launches, seen=seen, param_err=param_err, state_err=state_err,
        grads_none=[p.grad is None for p in model.parameters()], lr=opt.param_groups[0]["lr"].item(),
        ref_lr=ref_opt.param_groups[0]["lr"].item(), mode_after=torch.tpu.get_mode(), deferred=torch.tpu.metrics()["compiled_deferred"],
+       step_replays=torch.tpu.metrics()["step_replays"], params=[p.detach().cpu().flatten().tolist() for p in model.parameters()],
        **counters())
 """
 
@@ -111,6 +112,60 @@ def test_plain_step_returning_the_loss_is_one_launch(mode, compile_mode):
     check_whole_step(res, 8)
     assert res["mode_after"] == mode  # a sync ends the open step: strict mode again
     assert res["compiled_programs"] == 3, res  # forward, backward, optimizer step
+
+
+def test_repeated_whole_step_replays_its_step_tape():
+    # From the third step on, the step's program replays and paste nothing: the step tape holds
+    # each compiled program's replay as one op (engine/program_tape.go). Bit for bit what recording
+    # every step gives, and CPU's values within the usual tolerance.
+    steps = 8
+    taped = whole_step("inside", 2, True, steps)
+    recorded = whole_step("inside", 2, True, steps, env={"TORCHTPU_STEP_REPLAY": "0"})
+    check_whole_step(taped, steps)
+    check_whole_step(recorded, steps)
+    assert recorded["step_replays"] == 0
+    assert taped["step_replays"] >= steps - 3, taped["step_replays"]
+    assert taped["losses"] == recorded["losses"]
+    assert taped["params"] == recorded["params"]
+
+
+RESET = """
+torch.tpu.set_mode("fused")
+torch.manual_seed(0)
+import copy, gc
+ref = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
+model = copy.deepcopy(ref).to("tpu")
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+g = torch.Generator().manual_seed(1)
+x, y = torch.randn(16, 8, generator=g), torch.randint(0, 4, (16,), generator=g)
+
+def body(model, opt, x, y):
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+losses, ref_losses = [], []
+for i in range(10):
+    if i == 5:  # the compiled programs are freed while their replays sit in step tapes
+        torch._dynamo.reset()
+        gc.collect()
+    step = torch.compile(lambda a, b: body(model, opt, a, b), backend="tpu")
+    losses.append(step(x.to("tpu"), y.to("tpu")).item())
+    ref_losses.append(body(ref, ref_opt, x, y).item())
+err = max((p.cpu() - q).abs().max().item() for p, q in zip(model.parameters(), ref.parameters()))
+report(losses=losses, ref=ref_losses, err=err, step_replays=torch.tpu.metrics()["step_replays"])
+"""
+
+
+def test_freed_programs_leave_no_step_tape_behind():
+    res, _ = run(RESET)
+    assert res["step_replays"] > 0, res
+    for got, want in zip(res["losses"], res["ref"]):
+        assert abs(got - want) <= 1e-5, res
+    assert res["err"] <= 1e-5, res
 
 
 DROPOUT = """
