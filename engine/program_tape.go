@@ -3,6 +3,7 @@ package engine
 import (
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"torchtpu/dispatch"
 	"torchtpu/hlo"
@@ -19,13 +20,12 @@ import (
 
 // programSerial numbers the programs step tapes may hold; a freed program's number is never
 // given again, so a tape naming it can never match.
-var programSerial int64
+var programSerial atomic.Int64
 
 // tapeName returns p's op name in step tapes.
 func (p *Program) tapeName() string {
 	if p.tapeOp == "" {
-		programSerial++
-		p.tapeOp = "compiled program #" + strconv.FormatInt(programSerial, 10)
+		p.tapeOp = "compiled program #" + strconv.FormatInt(programSerial.Add(1), 10)
 	}
 	return p.tapeOp
 }
