@@ -202,10 +202,16 @@ func (e *Engine) deferProgram(p *Program, inputs []*TensorDesc, seeds []int64) (
 	if s != nil {
 		e.noteTapeOp(s, e.programPlan(p, inputs, sts, fresh), targs, outs, n0)
 	}
-	g.programs++
-	e.m.CompiledDeferred++
-	g.ops += p.ops - 1
+	e.countDeferred(p)
 	return outs, true, e.recorded(p.name)
+}
+
+// countDeferred counts a deferred replay of p in the pending graph: a program, and its captured
+// ops (recorded adds the last one).
+func (e *Engine) countDeferred(p *Program) {
+	e.d.g.programs++
+	e.m.CompiledDeferred++
+	e.d.g.ops += p.ops - 1
 }
 
 // SetProgramStep makes the replays of program h open a compiled step.

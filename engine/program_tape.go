@@ -46,9 +46,7 @@ func (e *Engine) programStep(p *Program, inputs []*TensorDesc) (s *segment, targ
 	targs = []dispatch.Arg{{Kind: dispatch.ArgTensorList, Handles: handles}}
 	if s, outs, done, err = e.stepOp(s, p.tapeName(), dispatch.Entry{}, targs); done {
 		if err == nil {
-			e.d.g.programs++
-			e.m.CompiledDeferred++
-			e.d.g.ops += p.ops - 1
+			e.countDeferred(p)
 		}
 		return nil, nil, outs, true, err
 	}
