@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"torchtpu/dispatch"
+	"torchtpu/hlo"
 )
 
 // TestTapeKeySplitsHardAndSoft checks the two parts of an op's tape key: the
@@ -79,9 +80,44 @@ func TestTapeKeySplitsHardAndSoft(t *testing.T) {
 // derived by hand and one program is compiled.
 func TestStepReplayLaunchesTheTapeProgram(t *testing.T) {
 	e := newTestEngine(t, ModeFused)
+	runSteps(t, e, []float64{2, 2, 3, 3}, func(int) {})
+	m := e.m
+	if m.StepReplays != 3 || m.StepReplayOps != 8 || m.StepReplayReruns != 1 || m.StepReplayDeparts != 0 || m.GraphsCompiled != 1 {
+		t.Errorf("replays %d, ops %d, reruns %d, fallbacks %d, programs %d; want 3, 8, 1, 0, 1",
+			m.StepReplays, m.StepReplayOps, m.StepReplayReruns, m.StepReplayDeparts, m.GraphsCompiled)
+	}
+}
+
+// TestStepReplaySurvivesAFullNumberCache fills the number cache before each
+// launch of TestStepReplayLaunchesTheTapeProgram's steps: the replay's launch
+// then clears the cache while it fetches its numbers, and must still launch
+// the tape's program with every number it binds alive.
+func TestStepReplaySurvivesAFullNumberCache(t *testing.T) {
+	e := newTestEngine(t, ModeFused)
+	filler, clears := uint64(0), 0
+	runSteps(t, e, []float64{2, 2, 3, 4, 4}, func(step int) {
+		// Clear the cache, so that it no longer holds the step's numbers, then fill it again.
+		gen := e.d.scalarGen
+		for e.d.scalarGen == gen || len(e.d.scalars) < 4096 {
+			filler++
+			e.scalarBuffer(scalarKey{elem: hlo.F32, bits: filler<<20 | 1, exact: true})
+		}
+		clears = e.d.scalarGen
+	})
+	m := e.m
+	if m.StepReplays != 4 || m.StepReplayDeparts != 0 || e.d.scalarGen <= clears {
+		t.Errorf("replays %d, fallbacks %d, clears %d (%d by the fillers); want 4, 0 and a clear in the last launch",
+			m.StepReplays, m.StepReplayDeparts, e.d.scalarGen, clears)
+	}
+}
+
+// runSteps runs y = (x + alpha*w) * x, w += y for each alpha, on a new x each
+// step, calling before(step) before the read that launches the step; it checks y at each step and w at the end
+// against values derived by hand.
+func runSteps(t *testing.T, e *Engine, alphas []float64, before func(step int)) {
+	t.Helper()
 	w := []float32{1, -2, 0.5}
 	tw := deviceTensor(t, e, 0, w)
-	alphas := []float64{2, 2, 3, 3}
 	for step, alpha := range alphas {
 		x := []float32{float32(step) + 1, -1, 2}
 		tx := deviceTensor(t, e, 0, x)
@@ -99,6 +135,7 @@ func TestStepReplayLaunchesTheTapeProgram(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.Free(tx.Addr)
+		before(step)
 		got := make([]byte, 12)
 		if err := e.ToHost(y, got); err != nil {
 			t.Fatal(err)
@@ -120,10 +157,5 @@ func TestStepReplayLaunchesTheTapeProgram(t *testing.T) {
 		if v != w[i] {
 			t.Fatalf("w[%d] = %v, want %v", i, v, w[i])
 		}
-	}
-	m := e.m
-	if m.StepReplays != 3 || m.StepReplayOps != 8 || m.StepReplayReruns != 1 || m.StepReplayDeparts != 0 || m.GraphsCompiled != 1 {
-		t.Errorf("replays %d, ops %d, reruns %d, fallbacks %d, programs %d; want 3, 8, 1, 0, 1",
-			m.StepReplays, m.StepReplayOps, m.StepReplayReruns, m.StepReplayDeparts, m.GraphsCompiled)
 	}
 }
