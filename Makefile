@@ -60,10 +60,13 @@ test: build
 test-go: $(BUILD)/include/pjrt_c_api.h
 	TORCHTPU_REQUIRE_PLUGIN=1 go test -count=1 ./...
 
-# TESTS picks what test-py runs, e.g. make test-py TESTS="tests/test_ops.py -k add".
+# TESTS picks what test-py runs, e.g. make test-py TESTS="tests/test_ops.py -k add". The files run in
+# JOBS worker processes (one per core, at most 4; JOBS=0 runs them in this process), each file whole in one
+# worker, so a file's module fixtures are made once.
 TESTS ?= tests
+JOBS ?= $(shell n=$$(nproc); echo $$((n < 4 ? n : 4)))
 test-py: build
-	$(PY) -m pytest -q $(TESTS)
+	$(PY) -m pytest -q -n $(JOBS) --dist loadfile $(TESTS)
 
 # The model zoo's full tier (tests/models): every model trained several steps in each mode, greedy generation,
 # bf16 autocast. `make test` runs its one-step slice.
