@@ -18,14 +18,13 @@ type devices struct {
 
 // deviceState is one device's pending graph, scalar buffers and op plans.
 type deviceState struct {
-	index     int
-	g         *graph
-	scalars   map[scalarKey]*pjrt.Buffer
-	scalarOf  map[*pjrt.Buffer]scalarKey // the inverse of scalars
-	plans     plans                      // the fast paths' plans by op signature (plan.go)
-	seg       *segment                   // the ops since the last flush, as the step tape sees them (step_tape.go)
-	tapes     tapes                      // step tapes by their first op's key (step_tape.go)
-	scalarGen int                        // how many times scalars was cleared
+	index    int
+	g        *graph
+	scalars  map[scalarKey]*pjrt.Buffer
+	scalarOf map[*pjrt.Buffer]scalarKey // the inverse of scalars
+	plans    plans                      // the fast paths' plans by op signature (plan.go)
+	seg      *segment                   // the ops since the last flush, as the step tape sees them (step_tape.go)
+	tapes    tapes                      // step tapes by their first op's key (step_tape.go)
 }
 
 func newDeviceState(index int) *deviceState {

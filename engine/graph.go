@@ -121,20 +121,31 @@ func (e *Engine) IntNumber(v int64, elem hlo.Elem) *hlo.Value {
 	return e.opNumber(buf, hlo.T(elem))
 }
 
+// maxScalars bounds a device's number cache (scalarBuffer).
+const maxScalars = 4096
+
+// trimScalars empties the current device's number cache once it holds
+// maxScalars values (buffers a pending graph reads are destroyed after its
+// launch). Every op ends with it (opDone), and nothing else empties the
+// cache: the numbers an op or a launch fetches stay cached while it uses
+// them, so a plan made from an op's parameters, or a step replay's launch,
+// finds every one of them.
+func (e *Engine) trimScalars() {
+	if len(e.d.scalars) < maxScalars {
+		return
+	}
+	for key, b := range e.d.scalars {
+		e.dropBuffer(b)
+		delete(e.d.scalars, key)
+		delete(e.d.scalarOf, b)
+	}
+}
+
 // scalarBuffer returns the cached device buffer holding the number k,
-// uploading it on first use. The cache is cleared when it passes 4096
-// values (buffers a pending graph reads are destroyed after its launch).
+// uploading it on first use.
 func (e *Engine) scalarBuffer(k scalarKey) *pjrt.Buffer {
 	if buf, ok := e.d.scalars[k]; ok {
 		return buf
-	}
-	if len(e.d.scalars) >= 4096 {
-		e.d.scalarGen++
-		for key, b := range e.d.scalars {
-			e.dropBuffer(b)
-			delete(e.d.scalars, key)
-			delete(e.d.scalarOf, b)
-		}
 	}
 	elem := k.elem
 	t0 := time.Now()

@@ -81,6 +81,7 @@ func (e *Engine) opDone(t0 time.Time, op string, args []dispatch.Arg, outs *[]Ou
 	}
 	e.opFailed(op, args, outs, err)
 	e.offTapeOnError(err)
+	e.trimScalars()
 	e.layouts = nil
 	e.m.OpSeconds += time.Since(t0).Seconds()
 }

@@ -291,32 +291,23 @@ func (e *Engine) keepForReplay(st *Storage) bool {
 	return true
 }
 
-// tapeArgs returns the buffers t's program binds for the replay s. The numbers come from the number cache,
-// which clears itself when full: a clear during the loop destroys the numbers fetched before it, so the
-// loop runs again on the emptied cache, which then holds them all. It reports false when even that pass
-// filled the cache.
-func (e *Engine) tapeArgs(s *segment, t *tape) ([]*pjrt.Buffer, bool) {
+// tapeArgs returns the buffers t's program binds for the replay s.
+func (e *Engine) tapeArgs(s *segment, t *tape) []*pjrt.Buffer {
 	args := make([]*pjrt.Buffer, len(t.args))
-	for range 2 {
-		gen := e.d.scalarGen
-		for i, a := range t.args {
-			if a.op < 0 {
-				args[i] = s.ext[a.idx]
-				continue
-			}
-			te := &t.ops[a.op]
-			switch x := te.p.sources[len(te.in)+int(a.idx)]; x.kind {
-			case srcScalar:
-				args[i] = e.scalarBuffer(x.scalar)
-			default:
-				args[i] = x.buf
-			}
+	for i, a := range t.args {
+		if a.op < 0 {
+			args[i] = s.ext[a.idx]
+			continue
 		}
-		if e.d.scalarGen == gen {
-			return args, true
+		te := &t.ops[a.op]
+		switch x := te.p.sources[len(te.in)+int(a.idx)]; x.kind {
+		case srcScalar:
+			args[i] = e.scalarBuffer(x.scalar)
+		default:
+			args[i] = x.buf
 		}
 	}
-	return nil, false
+	return args
 }
 
 // launchReplay runs the segment s has replayed to the end of its tape: it binds the buffers and
@@ -344,10 +335,7 @@ func (e *Engine) launchReplay(s *segment) (bool, error) {
 		return false, nil
 	}
 	prog := x.(*program)
-	args, ok := e.tapeArgs(s, t)
-	if !ok {
-		return false, nil
-	}
+	args := e.tapeArgs(s, t)
 	// As in a flush, a storage whose buffer the program does not take over holds two while it runs.
 	transient := int64(0)
 	for k, slot := range t.outs {
