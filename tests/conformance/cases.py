@@ -5,7 +5,8 @@ The parent side is `run_cases(worker, case_ids, ...)`: it splits the ids into ch
 JSON line per event: {"ev": "start", "case": id} before a case and {"ev": "result", "case": id, "status": s,
 "detail": d} after it. When the worker dies, the case it had started is recorded as "crash" (with the exit
 signal and the log's tail) and a new worker takes the rest of the chunk; when the file stops growing for
-opts.timeout seconds the worker is killed and the case is recorded as "timeout".
+opts.timeout seconds (a worker that has written nothing yet may take STARTUP_SECONDS) the worker is killed and
+the case is recorded as "timeout".
 
 The worker side is `worker_main(run_case, setup)`: it parses those arguments and calls run_case(id) for each
 id, which returns (status, detail). Statuses: "pass", "fail" (wrong result or an error), "skip" (nothing to
@@ -37,6 +38,11 @@ def worker_env():
     return env
 
 
+# STARTUP_SECONDS is how long a worker may take to start (import torch) before its first case: on a loaded
+# machine that alone can pass a short case timeout.
+STARTUP_SECONDS = 60
+
+
 def _run_chunk(worker, ids, extra, opts, workdir, tag):
     """Runs ids in workers until each has a result; returns {id: (status, detail)}."""
     results = {}
@@ -58,7 +64,7 @@ def _run_chunk(worker, ids, extra, opts, workdir, tag):
                     size = os.path.getsize(base + ".jsonl") if os.path.exists(base + ".jsonl") else 0
                     if size != last_size:
                         last_size, last_change = size, time.time()
-                    elif time.time() - last_change > opts.timeout:
+                    elif time.time() - last_change > (opts.timeout if size else max(opts.timeout, STARTUP_SECONDS)):
                         timed_out = True
                         proc.kill()
                         proc.wait()

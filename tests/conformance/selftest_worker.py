@@ -1,5 +1,6 @@
 """A worker for testing the sweep runner itself (tests/conformance/test_sweep_runner.py): a case named
-"crash..." aborts the process, "hang..." sleeps, "raise..." raises, any other passes."""
+"crash..." aborts the process, "hang..." sleeps, "raise..." raises, any other passes. SELFTEST_STARTUP_SECONDS
+delays the worker's start."""
 
 import os
 import time
@@ -18,4 +19,5 @@ def run_case(cid):
 
 
 if __name__ == "__main__":
+    time.sleep(float(os.environ.get("SELFTEST_STARTUP_SECONDS", "0")))  # a slow start, as on a loaded machine
     cases.worker_main(run_case)

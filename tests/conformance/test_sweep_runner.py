@@ -16,6 +16,13 @@ def test_crash_hang_and_raise_cost_one_case_each(tmp_path):
     assert "ValueError: bad case" in res["raise1"][1]
 
 
+def test_a_slow_worker_start_is_not_a_case_timeout(tmp_path, monkeypatch):
+    monkeypatch.setenv("SELFTEST_STARTUP_SECONDS", "4")
+    res = cases.run_cases("tests.conformance.selftest_worker", ["a", "b"], jobs=1, chunk=10, timeout=2,
+                          workdir=str(tmp_path))
+    assert res == {"a": ("pass", ""), "b": ("pass", "")}
+
+
 def test_expected_list_check():
     results = {"x": ("pass", ""), "y": ("fail", "wrong values"), "z": ("fail", "crash"), "w": ("skip", "")}
     rep = sweep.summarize("t", results, {"x": "was broken", "z": "known crash", "gone": "old"}, all_ids=list(results))
