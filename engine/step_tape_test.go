@@ -119,8 +119,8 @@ func TestStepReplaySurvivesAFullNumberCache(t *testing.T) {
 }
 
 // runSteps runs y = (x + alpha*w) * x, w += y for each alpha, on a new x each
-// step, calling before(step) before the read that launches the step; it checks y at each step and w at the end
-// against values derived by hand.
+// step, calling before(step) before the read that launches the step. It
+// checks y at each step and w at the end against values derived by hand.
 func runSteps(t *testing.T, e *Engine, alphas []float64, before func(step int)) {
 	t.Helper()
 	w := []float32{1, -2, 0.5}
