@@ -291,25 +291,6 @@ func (e *Engine) keepForReplay(st *Storage) bool {
 	return true
 }
 
-// tapeArgs returns the buffers t's program binds for the replay s.
-func (e *Engine) tapeArgs(s *segment, t *tape) []*pjrt.Buffer {
-	args := make([]*pjrt.Buffer, len(t.args))
-	for i, a := range t.args {
-		if a.op < 0 {
-			args[i] = s.ext[a.idx]
-			continue
-		}
-		te := &t.ops[a.op]
-		switch x := te.p.sources[len(te.in)+int(a.idx)]; x.kind {
-		case srcScalar:
-			args[i] = e.scalarBuffer(x.scalar)
-		default:
-			args[i] = x.buf
-		}
-	}
-	return args
-}
-
 // launchReplay runs the segment s has replayed to the end of its tape: it binds the buffers and
 // numbers the tape names, launches the tape's program, and gives each storage the segment wrote
 // its result. It reports false, having done nothing, when the program cannot stand for the
@@ -335,7 +316,20 @@ func (e *Engine) launchReplay(s *segment) (bool, error) {
 		return false, nil
 	}
 	prog := x.(*program)
-	args := e.tapeArgs(s, t)
+	args := make([]*pjrt.Buffer, len(t.args))
+	for i, a := range t.args {
+		if a.op < 0 {
+			args[i] = s.ext[a.idx]
+			continue
+		}
+		te := &t.ops[a.op]
+		switch x := te.p.sources[len(te.in)+int(a.idx)]; x.kind {
+		case srcScalar:
+			args[i] = e.scalarBuffer(x.scalar)
+		default:
+			args[i] = x.buf
+		}
+	}
 	// As in a flush, a storage whose buffer the program does not take over holds two while it runs.
 	transient := int64(0)
 	for k, slot := range t.outs {
