@@ -119,10 +119,10 @@ func (e *Engine) noteProgram(key, how string, sum *hlo.Summary, t0 time.Time) {
 }
 
 // logTopics are the TORCHTPU_LOG topics the engine prints, read once.
-type logTopics struct{ compiles, recompiles, fallbacks bool }
+type logTopics struct{ compiles, recompiles, fallbacks, replays bool }
 
 func readLogTopics() logTopics {
-	return logTopics{logEnabled("compiles"), logEnabled("recompiles"), logEnabled("fallbacks")}
+	return logTopics{logEnabled("compiles"), logEnabled("recompiles"), logEnabled("fallbacks"), logEnabled("replays")}
 }
 
 // noteTransfer counts and traces a host<->device copy of n bytes started at t0.

@@ -51,7 +51,7 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 				return nil, err
 			}
 		}
-		e.departTape(s)
+		e.departTape(s, departFlush)
 	}
 	s := e.d.seg
 	e.d.seg = nil

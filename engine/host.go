@@ -36,7 +36,7 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 	}
 	whole := t.Offset == 0 && t.view().isContiguous() && int64(len(src)) == st.nbytes
 	if s := e.d.seg; s != nil && (!whole || s.has(st)) {
-		e.leaveTape() // the write records outside an op, or changes a storage the segment holds
+		e.leaveTape(departOutside) // the write records outside an op, or changes a storage the segment holds
 	}
 	t0 := time.Now()
 	ty := storedType(t.DType, t.Sizes)
@@ -118,7 +118,7 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 		}
 	}
 	// Materialize the view as an extra output of the pending graph.
-	e.leaveTape()
+	e.leaveTape(departOutside)
 	v := e.Read(t)
 	if !slices.Equal(v.T.Shape, t.Sizes) {
 		v = e.d.g.b.Reshape(v, t.Sizes...)
@@ -250,7 +250,7 @@ func (e *Engine) StorageCopy(dst, src uint64, nbytes int64) error {
 	if err := e.useDevice(s.device); err != nil {
 		return err
 	}
-	e.leaveTape()
+	e.leaveTape(departOutside)
 	size := int64(s.dtype.Size())
 	n := min(nbytes, s.nbytes, d.nbytes) / size
 	flat := e.d.g.b.Reshape(e.baseValue(s, s.dtype), numel(s.shape))

@@ -274,7 +274,7 @@ func (e *Engine) programInputs(p *Program, inputs []*TensorDesc) ([]*Storage, er
 		}
 	}
 	if s := e.d.seg; s != nil && slices.ContainsFunc(sts, s.has) {
-		e.leaveTape() // the program gives storages of the segment new buffers
+		e.leaveTape(departProgram) // the program gives storages of the segment new buffers
 	}
 	first := map[uint64]int{}
 	for i, t := range inputs {

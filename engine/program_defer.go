@@ -134,7 +134,7 @@ func (e *Engine) deferProgram(p *Program, inputs []*TensorDesc, seeds []int64) (
 	}
 	defer func() {
 		if !ok || err != nil { // launched instead, or failed: the segment cannot become a tape
-			e.leaveTape()
+			e.leaveTape(departProgram)
 		}
 	}()
 	first := map[uint64]int{}

@@ -36,7 +36,7 @@ func (p *Program) tapeName() string {
 func (e *Engine) programStep(p *Program, inputs []*TensorDesc) (s *segment, targs []dispatch.Arg, outs []OutTensor, done bool, err error) {
 	s = e.stepSegment()
 	if s == nil || p.nseeds > 0 {
-		e.leaveTape()
+		e.leaveTape(departProgram)
 		return nil, nil, nil, false, nil
 	}
 	handles := make([]any, len(inputs))
@@ -102,7 +102,7 @@ func (e *Engine) forgetDeferred() {
 	for _, st := range e.dev.states {
 		if st.seg != nil && st.seg.tape != nil {
 			e.d = st
-			e.departTape(st.seg)
+			e.departTape(st.seg, departConstant)
 		}
 		clear(st.tapes)
 	}

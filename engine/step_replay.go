@@ -25,7 +25,7 @@ func (e *Engine) replayStep(s *segment, op string, entry dispatch.Entry, args []
 	te := &s.tape.ops[s.next]
 	same := bytes.Equal(s.hard, te.hard)
 	if te.p.program && !(same && bytes.Equal(s.soft, te.soft)) { // a program has no rule to run again
-		e.departTape(s)
+		e.departTape(s, e.departWhy(s, te, same, "its numbers differ, and a compiled graph's run has no rule to run again"))
 		return nil, false, nil
 	}
 	if same && !te.p.uploads && bytes.Equal(s.soft, te.soft) {
@@ -48,7 +48,7 @@ func (e *Engine) replayStep(s *segment, op string, entry dispatch.Entry, args []
 			return nil, true, err
 		}
 	}
-	e.departTape(s)
+	e.departTape(s, e.departWhy(s, te, same, "its numbers or uploads differ, and its rule, run again, recorded another fragment"))
 	return nil, false, nil
 }
 
@@ -209,12 +209,13 @@ func samePlan(a, b *plan) bool {
 // departTape ends s's replay: the ops replayed so far are recorded into the pending graph as the
 // usual path records them (each tape op's fragment pasted on the values its slots hold), and the
 // segment records from here on.
-func (e *Engine) departTape(s *segment) {
+func (e *Engine) departTape(s *segment, why string) {
 	t := s.tape
 	if t == nil {
 		return
 	}
 	e.m.StepReplayDeparts++
+	e.logDeparture(s, why)
 	log := e.fusedLog
 	e.fusedLog = nil
 	defer func() { e.fusedLog = log }()
@@ -266,9 +267,9 @@ func (e *Engine) departTape(s *segment) {
 // leaveTape is called before the pending graph of the current device is used, or a storage of
 // its segment changed, outside an op: a replay records what it replayed, and the segment can no
 // longer become a tape.
-func (e *Engine) leaveTape() {
+func (e *Engine) leaveTape(why string) {
 	if s := e.d.seg; s != nil {
-		e.departTape(s)
+		e.departTape(s, why)
 		s.rec = nil
 	}
 }
@@ -393,7 +394,7 @@ func (e *Engine) stepOp(s *segment, op string, entry dispatch.Entry, args []disp
 	first := s.tape == nil && len(s.slots) == 0
 	s.opSlots = len(s.slots)
 	if !e.tapeKey(s, op, args) {
-		e.leaveTape()
+		e.leaveTape(departUnknown)
 		return nil, nil, false, nil
 	}
 	if first {

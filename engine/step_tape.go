@@ -118,6 +118,7 @@ type segment struct {
 	ext        []*pjrt.Buffer // each slot's buffer when first seen (nil for results)
 	written    []bool         // slots that an op of the segment gave a value
 	hard, soft []byte         // the running op's key (tapeKey)
+	marks      []keyMark      // where the parts of hard start, under TORCHTPU_LOG=replays
 	rec        *tape          // recording: the tape being made
 	tape       *tape          // replaying: the tape the ops follow
 	next       int            // replaying: the index of the tape op the next op must match
@@ -183,9 +184,12 @@ func (e *Engine) anyGrowing() bool {
 // argument's storage is unknown.
 func (e *Engine) tapeKey(s *segment, op string, args []dispatch.Arg) bool {
 	h, n := sigWriter{buf: s.hard[:0]}, sigWriter{buf: s.soft[:0]}
+	s.marks = s.marks[:0]
+	e.markKey(s, 0, -1, -1, 'o')
 	h.bytes(op)
 	h.u(uint64(dispatch.DefaultFloat()))
 	for i, a := range args {
+		e.markKey(s, len(h.buf), i, -1, 'a')
 		h.u(uint64(a.Kind))
 		h.i64s(a.Ints)
 		h.bytes(a.Str)
@@ -198,8 +202,9 @@ func (e *Engine) tapeKey(s *segment, op string, args []dispatch.Arg) bool {
 		for _, d := range a.Doubles {
 			n.u(math.Float64bits(d))
 		}
-		for _, hd := range a.Handles {
+		for j, hd := range a.Handles {
 			t := hd.(*TensorDesc)
+			e.markKey(s, len(h.buf), i, j, 'v')
 			h.u(uint64(t.DType))
 			h.i64s(t.Sizes)
 			h.i64s(t.Strides)
@@ -224,6 +229,7 @@ func (e *Engine) tapeKey(s *segment, op string, args []dispatch.Arg) bool {
 			if !ok {
 				return false
 			}
+			e.markKey(s, len(h.buf), i, j, 's')
 			if s.has(st) {
 				h.u(uint64(st.slot))
 				continue
@@ -247,6 +253,7 @@ func (e *Engine) tapeKey(s *segment, op string, args []dispatch.Arg) bool {
 			}
 		}
 	}
+	e.markKey(s, len(h.buf), -1, -1, 'l')
 	layoutsKey(h.u, e.layouts)
 	s.hard, s.soft = h.buf, n.buf
 	return true

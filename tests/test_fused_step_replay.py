@@ -4,6 +4,7 @@ CPU PyTorch is the reference for values; the same script with TORCHTPU_STEP_REPL
 reference for random draws."""
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -133,6 +134,49 @@ def test_a_step_with_another_shape_falls_back_and_matches_cpu(fused):
     assert_matches_cpu(got, train("cpu", steps, keep=keep))
     assert m["step_replay_fallbacks"] >= 1, m
     assert m["step_replays"] >= 3 * (steps - 4), m
+
+
+DEPARTURES = """
+import sys
+sys.path.insert(0, {tests!r})
+import torch, torch.nn as nn
+import test_fused_step_replay as t
+torch.tpu.set_mode("fused")
+t.train("tpu", 8, before_step=lambda i, model: setattr(model, "act", nn.Tanh() if i == 5 else nn.GELU()))
+print("switch", flush=True)
+t.train("tpu", 8, keep=lambda i: 10 if i == 5 else None)
+print("end", torch.tpu.metrics()["step_replay_fallbacks"], flush=True)
+"""
+
+
+def test_the_replays_log_says_where_and_why_a_step_departs():
+    r = subprocess.run([sys.executable, "-c", DEPARTURES.format(tests=os.path.dirname(__file__))],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT,
+                       env=dict(os.environ, TORCHTPU_LOG="replays"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [l for l in r.stderr.splitlines() if l.startswith("torchtpu: step replay departs")]
+    fallbacks = int(r.stdout.split()[-1])
+    assert len(lines) >= fallbacks >= 6, (r.stdout, lines)
+    # Step 5 swaps GELU for Tanh: the forward departs at the activation (op 4 of the forward's 8) and
+    # the backward at its gradient; step 6 departs back from the tapes step 5 recorded.
+    want = [r"op 4 of 8 \(aten::gelu\): another op \(aten::tanh where the tape has aten::gelu\)",
+            r"\(aten::gelu_backward\): another op \(aten::tanh_backward where the tape has aten::gelu_backward\)",
+            r"op 4 of 8 \(aten::tanh\): another op \(aten::gelu where the tape has aten::tanh\)",
+            # The short slice of the logits reaches log_softmax with 10 rows where the tape has 24.
+            r"\(aten::_log_softmax\): argument 0's tensor 0: float32 \[10 4\] strides \[4 1\] "
+            r"where the tape has float32 \[24 4\] strides \[4 1\]",
+            r"\(aten::_log_softmax\): argument 0's tensor 0: float32 \[24 4\] strides \[4 1\] "
+            r"where the tape has float32 \[10 4\] strides \[4 1\]"]
+    at = 0
+    for w in want:
+        found = [i for i, l in enumerate(lines) if i >= at and re.search(w, l)]
+        assert found, (w, lines)
+        at = found[0] + 1
+    # Without the topic nothing is printed.
+    r = subprocess.run([sys.executable, "-c", DEPARTURES.format(tests=os.path.dirname(__file__))],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT,
+                       env={k: v for k, v in os.environ.items() if k != "TORCHTPU_LOG"})
+    assert r.returncode == 0 and "step replay departs" not in r.stderr, r.stderr[-3000:]
 
 
 def test_a_new_batch_shape_records_its_own_tape(fused):

@@ -1,6 +1,6 @@
 """TORCHTPU_LOG: the comma-separated topics whose lines go to stderr, each prefixed "torchtpu:".
 
-Topics: compiles, recompiles, fallbacks (printed by the engine as they happen) and plugin (the PJRT
+Topics: compiles, recompiles, fallbacks, replays (printed by the engine as they happen) and plugin (the PJRT
 plugin's own logging). The engine reads the same variable the same way (engine/plugin_log.go).
 """
 
