@@ -13,40 +13,20 @@ import (
 // Instead, an op whose program is in no tier (a cold op) stays pending: the
 // ops after it record into the same graph, as fused mode records, until a
 // place where fused mode would flush (a sync point, a step mark, a backward
-// boundary, the size cap) or an op that cannot be planned. The run then
-// launches as one program. The cold op, and each op of the run that the
-// fused fast path can plan, also gets its one-op program (for planned ops
-// made from the fragment the plan cut, soloPlan) and a strict plan under the
-// signature it will have once its inputs hold buffers. The compile pool
-// (compile_pool.go) holds those programs until the run records again, so
-// that ops run once compile only their run, and the first step's compiles
-// have the cores to themselves; it compiles them in the background while that
-// second call launches the run's cached program. From the third call on the
-// run's ops run one by one, waiting for any program still compiling.
-//
-// Which program a call runs depends on how many times its run was called,
-// never on how far the pool has got or on what a persistent tier holds (an
-// op is cold when the in-memory tier and the pool lack its program): a
-// process with a warm disk cache records the same runs, loading their
-// programs, and two processes or two ranks compute the same values. A run's
-// values may differ from its ops' one by one in the last bit, always alike:
-// XLA fuses a run's loops across ops and contracts a multiply and an add of
-// two ops into one fused multiply-add, and no option of the plugin stops it
-// (an optimization barrier does not; disabling fusion made strict steps
-// 2.5 times slower).
-// Cold runs are opt-in (TORCHTPU_COLD_RUNS=1, torch.tpu.set_cold_runs): on
-// a machine with few cores the pool's compiles overlap little else, so a
-// run's own compile adds to its ops' and the first steps together take
-// longer than op by op (bench/results/first_step.md), the first alone less.
+// boundary, the size cap) or an op that cannot be planned. Each op of the run
+// gets its one-op program (for planned ops made from the fragment the plan
+// cut, soloPlan) and a strict plan under the signature it will have once its
+// inputs hold buffers; the compile pool (compile_pool.go) compiles the
+// programs on every core while the run records. The flush that ends the run
+// launches its ops one by one on those programs (cold_run_steps.go), and the
+// next calls of its ops replay their strict plans. So a step computes the
+// same values whether its ops were cold, loaded from disk or compiled in an
+// earlier process, and whatever the pool's timing.
 
-// coldRun is one cold run: the keys of the one-op programs handed to the
-// pool while it recorded. Its first op's strict plan keeps it until the
-// run's third call: the second call of that op records the same run again
-// (rerun) and launches the run's program, which the in-memory tier holds;
-// the third waits for the programs (rerunFor).
+// coldRun is one cold run: the step each of its ops noted.
 type coldRun struct {
-	keys     []string
-	repeated bool // the run has recorded a second time
+	steps    []runStep
+	stepwise bool // every op so far noted its step
 }
 
 // coldMark is what planning an op of a cold run keeps from before its rule:
@@ -102,19 +82,12 @@ func (e *Engine) cutColdRun(r *dispatch.Rule) error {
 // startColdRun decides, after a strict op recorded into an empty graph,
 // whether it is cold: its program is in neither the in-memory tier nor the
 // pool. A cold op's program is loaded from a persistent tier or its module
-// goes to the pool, and the graph stays pending as a cold run; the caller
-// then does not flush.
+// goes to the pool, and the graph stays pending as a cold run whose first
+// step is the op; the caller then does not flush.
 func (e *Engine) startColdRun() bool {
 	g := e.d.g
-	rerun := e.rerun
-	e.rerun = nil
 	if !e.coldRunsOn() || g.ops != 1 || len(g.extra) > 0 {
 		return false
-	}
-	if rerun != nil {
-		g.cold = rerun
-		e.m.ColdRuns++
-		return true
 	}
 	var outs []*hlo.Value
 	var dst []*Storage
@@ -137,7 +110,14 @@ func (e *Engine) startColdRun() bool {
 	text, used := g.b.ModuleAliased(outs, aliases)
 	sum := g.b.Summarize(outs)
 	e.fl = flushCtx{reason: whyEagerOp, ops: 1, first: g.first}
-	g.cold = &coldRun{}
+	first := runStep{key: skey, outs: outs}
+	for _, b := range g.params {
+		first.args = append(first.args, stepArg{b: b})
+	}
+	for k := range aliases {
+		first.donates = append(first.donates, g.paramOf[g.params[k]])
+	}
+	g.cold = &coldRun{steps: []runStep{first}, stepwise: true}
 	if exe := e.loadProgram(e.fullKey(text, e.optionsFor(sum)), sum); exe != nil {
 		e.cache.Put(skey, &program{exe: exe, used: used, donated: len(aliases)}) // the run starts all the same
 	} else {
@@ -146,38 +126,6 @@ func (e *Engine) startColdRun() bool {
 	e.m.ColdRuns++
 	e.lastProg = skey
 	return true
-}
-
-// rerunFor reports whether strict plan p, about to be replayed on an empty
-// graph, should instead record its cold run again; it then notes the run
-// for startColdRun. A run records twice, its first call and the next, and
-// its one-op programs are released to the pool at the second; from the third
-// call on its ops run one by one, waiting here for any program still
-// compiling. The count of calls, never how far the pool has got, decides
-// which program runs, so a step's values do not depend on compile timing.
-func (e *Engine) rerunFor(p *plan) bool {
-	if p == nil || p.run == nil || !e.coldRunsOn() {
-		return false
-	}
-	r := p.run
-	e.releaseJobs(r.keys)
-	if !r.repeated {
-		r.repeated = true
-		e.rerun = r
-		return true
-	}
-	p.run = nil
-	for _, k := range r.keys {
-		e.awaitProgram(k) // a failed compile is the op's to report, on its full path
-	}
-	return false
-}
-
-// add adds key to the programs r waits for.
-func (r *coldRun) add(key string) {
-	if !slices.Contains(r.keys, key) {
-		r.keys = append(r.keys, key)
-	}
 }
 
 // markCold notes, for an op about to record into a cold run, its strict
@@ -202,28 +150,31 @@ func (e *Engine) markCold(m *planMark, op string, args []dispatch.Arg) {
 // fragment pasted on them, and the values of p's writes as results. A write
 // into an argument storage it read donates that storage's buffer, as a strict
 // flush would. The program is compiled by the pool unless a tier holds it.
-func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan) {
+// It returns the op's strict plan, or nil when it has none; a plan for an op
+// without a strict signature (an argument storage without a value) or that
+// gives a storage its first value or a new type, which a strict replay
+// cannot, only names the op's program for its run's step.
+func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan) *plan {
 	c := m.cold
-	if c == nil || !c.ok || p == nil || p.uploads || p.frag == nil {
-		return
+	if c == nil || p == nil || p.uploads || p.frag == nil {
+		return nil
 	}
-	if known, ok := e.d.plans[c.sig]; ok {
-		if known != nil && e.compiling(known.key) {
-			e.d.g.cold.add(known.key)
-		}
-		return
+	if known, ok := e.d.plans[c.sig]; ok && c.ok {
+		return known
 	}
 	written := map[uint64]bool{}
+	reusable := c.ok // a strict replay gives no storage its first value or a new type
 	for _, w := range p.writes {
 		if w.result >= 0 {
 			continue
 		}
 		t := args[w.arg].Handles[w.idx].(*TensorDesc)
-		b, ok := c.before[t.Addr]
-		if !ok || written[t.Addr] || b.dtype != w.dtype || !slices.Equal(b.shape, w.shape) {
-			return // the op gives a storage its first value, a new type, or two values
+		if written[t.Addr] {
+			return nil // two values for one storage
 		}
 		written[t.Addr] = true
+		b, ok := c.before[t.Addr]
+		reusable = reusable && ok && b.dtype == w.dtype && slices.Equal(b.shape, w.shape)
 	}
 	b := hlo.NewBuilder()
 	var inputs, params []*hlo.Value
@@ -235,7 +186,7 @@ func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan) 
 	}
 	outs, ok := b.Paste(p.frag, inputs, params, p.refs)
 	if !ok {
-		return
+		return nil
 	}
 	aliases := map[int]int{}
 	for i, w := range p.writes {
@@ -250,9 +201,11 @@ func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan) 
 	}
 	skey := structuralKey(b.Key(outs, aliases))
 	solo := &plan{sources: p.sources, writes: p.writes, results: p.results, key: skey}
-	e.d.plans.put(c.sig, solo)
+	if reusable {
+		e.d.plans.put(c.sig, solo)
+	}
 	if _, ok := e.cache.Peek(skey); ok || e.compiling(skey) {
-		return
+		return solo
 	}
 	text, used := b.ModuleAliased(outs, aliases)
 	sum := b.Summarize(outs)
@@ -262,9 +215,10 @@ func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan) 
 	defer func() { e.fl = saved }()
 	if exe := e.loadProgram(e.fullKey(text, e.optionsFor(sum)), sum); exe != nil {
 		e.cache.Put(skey, &program{exe: exe, used: used, donated: len(aliases)})
-		return
+		return solo
 	}
 	e.submit(skey, text, used, len(aliases), sum, fl)
+	return solo
 }
 
 // structuralKey names a program in the in-memory tier by its structural hash.

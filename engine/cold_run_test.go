@@ -4,7 +4,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"torchtpu/dispatch"
 )
@@ -56,12 +55,12 @@ func sameValues(t *testing.T, what string, got, want []float32) {
 	}
 }
 
-// TestColdRunThenOneOpPrograms checks the life of a cold run: three new ops
-// launch as one program and their one-op programs are held for the pool; a
-// second call of the ops records the run again, launches its program (no
-// compile, no wait) and hands the three to the workers; once they have
-// compiled, the ops run one program each through the strict fast path.
-func TestColdRunThenOneOpPrograms(t *testing.T) {
+// TestColdRunLaunchesOpByOp checks the life of a cold run: three new ops
+// record as a run while their one-op programs go to the pool; with the
+// workers held, the flush compiles the three itself and launches them one by
+// one, compiling no program for the run; the next call of the ops replays
+// their strict plans, compiling nothing.
+func TestColdRunLaunchesOpByOp(t *testing.T) {
 	e := newTestEngine(t, ModeStrict)
 	e.noColdRuns = false
 	e.pool().busy.Add(1) // hold the workers: the programs stay queued
@@ -69,51 +68,72 @@ func TestColdRunThenOneOpPrograms(t *testing.T) {
 
 	got, want := coldChain(t, e, shape)
 	sameValues(t, "cold run", got, want)
-	held := 0
-	for _, j := range e.cp.inflight {
-		if j.held {
-			held++
-		}
-	}
-	if e.m.ColdRuns != 1 || e.m.BackgroundCompiles != 0 || held != 3 || e.m.Executions != 1 || e.m.GraphsCompiled != 1 {
-		t.Fatalf("cold run: runs %d, background compiles %d, held %d, executions %d, compiled %d; want 1, 0, 3, 1, 1",
-			e.m.ColdRuns, e.m.BackgroundCompiles, held, e.m.Executions, e.m.GraphsCompiled)
-	}
-
-	got, want = coldChain(t, e, shape)
-	sameValues(t, "run again", got, want)
-	if e.m.ColdRuns != 2 || e.m.BackgroundCompiles != 3 || e.m.Executions != 2 || e.m.GraphsCompiled != 1 || e.m.CompileWaits != 0 {
-		t.Fatalf("run again: runs %d, background compiles %d, executions %d, compiled %d, waits %d; want 2, 3, 2, 1, 0",
-			e.m.ColdRuns, e.m.BackgroundCompiles, e.m.Executions, e.m.GraphsCompiled, e.m.CompileWaits)
-	}
-
-	e.cp.busy.Add(-1)
-	if err := e.AwaitCompiles(); err != nil {
-		t.Fatal(err)
-	}
-	if e.m.GraphsCompiled != 4 {
-		t.Fatalf("after the pool: %d programs compiled, want 4 (the run and three one-op programs)", e.m.GraphsCompiled)
+	if e.m.ColdRuns != 1 || e.m.ColdRunSteps != 3 || e.m.Executions != 3 || e.m.GraphsCompiled != 3 || len(e.cp.inflight) != 0 {
+		t.Fatalf("cold run: runs %d, steps %d, executions %d, compiled %d, jobs left %d; want 1, 3, 3, 3, 0",
+			e.m.ColdRuns, e.m.ColdRunSteps, e.m.Executions, e.m.GraphsCompiled, len(e.cp.inflight))
 	}
 	hits := e.m.FastPathHits
 	got, want = coldChain(t, e, shape)
 	sameValues(t, "op by op", got, want)
-	if e.m.FastPathHits-hits != 3 || e.m.Executions != 5 || e.m.GraphsCompiled != 4 || e.m.ColdRuns != 2 {
-		t.Fatalf("op by op: fast path hits %d, executions %d, compiled %d, runs %d; want 3, 5, 4, 2",
+	if e.m.FastPathHits-hits != 3 || e.m.Executions != 6 || e.m.GraphsCompiled != 3 || e.m.ColdRuns != 1 {
+		t.Fatalf("op by op: fast path hits %d, executions %d, compiled %d, runs %d; want 3, 6, 3, 1",
 			e.m.FastPathHits-hits, e.m.Executions, e.m.GraphsCompiled, e.m.ColdRuns)
 	}
+	e.cp.busy.Add(-1)
 }
 
-// TestColdRunOnceCompilesOnce checks that ops run once compile only their
-// run's program: their held one-op programs are dropped when the pool stops.
-func TestColdRunOnceCompilesOnce(t *testing.T) {
+// TestColdRunWaitsForTheWorkers checks a run whose programs the workers
+// compile: the flush waits for them and launches the ops one by one.
+func TestColdRunWaitsForTheWorkers(t *testing.T) {
 	e := newTestEngine(t, ModeStrict)
 	e.noColdRuns = false
 	got, want := coldChain(t, e, []int64{2, 5})
 	sameValues(t, "cold run", got, want)
-	e.StopCompiles()
-	if e.m.ColdRuns != 1 || e.m.BackgroundCompiles != 0 || e.m.GraphsCompiled != 1 || len(e.cp.inflight) != 0 {
-		t.Fatalf("runs %d, background compiles %d, compiled %d, jobs left %d; want 1, 0, 1, 0",
-			e.m.ColdRuns, e.m.BackgroundCompiles, e.m.GraphsCompiled, len(e.cp.inflight))
+	if e.m.ColdRuns != 1 || e.m.ColdRunSteps != 3 || e.m.GraphsCompiled != 3 || len(e.cp.inflight) != 0 {
+		t.Fatalf("runs %d, steps %d, compiled %d, jobs left %d; want 1, 3, 3, 0",
+			e.m.ColdRuns, e.m.ColdRunSteps, e.m.GraphsCompiled, len(e.cp.inflight))
+	}
+}
+
+// TestColdRunInPlaceWrites checks a run whose ops write a storage in place
+// (its buffer donated to the write) and read it after: y = x + x;
+// x *= y; z = x - y gives x = 2i² and z = 2i² - 2i, as op by op.
+func TestColdRunInPlaceWrites(t *testing.T) {
+	for _, cold := range []bool{true, false} {
+		e := newTestEngine(t, ModeStrict)
+		e.noColdRuns = !cold
+		shape := []int64{3, 4}
+		addr, vals := storageOf(t, e, shape)
+		x := &TensorDesc{Addr: addr, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}
+		one := dispatch.Arg{Kind: dispatch.ArgScalarInt, Int: 1}
+		desc := func(outs []OutTensor, err error) *TensorDesc {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &TensorDesc{Addr: outs[0].Addr, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}
+		}
+		y := desc(e.Op("aten::add.Tensor", []dispatch.Arg{tensorArg(x), tensorArg(x), one}))
+		if _, err := e.Op("aten::mul_.Tensor", []dispatch.Arg{tensorArg(x), tensorArg(y)}); err != nil {
+			t.Fatal(err)
+		}
+		z := desc(e.Op("aten::sub.Tensor", []dispatch.Arg{tensorArg(x), tensorArg(y), one}))
+		zb, xb := make([]byte, 4*numel(shape)), make([]byte, 4*numel(shape))
+		if err := e.ToHost(z, zb); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.ToHost(x, xb); err != nil {
+			t.Fatal(err)
+		}
+		var wx, wz []float32
+		for _, v := range vals {
+			wx, wz = append(wx, 2*v*v), append(wz, 2*v*v-2*v)
+		}
+		sameValues(t, "x", f32s(xb), wx)
+		sameValues(t, "z", f32s(zb), wz)
+		if cold && (e.m.ColdRuns != 1 || e.m.ColdRunSteps != 3) {
+			t.Fatalf("runs %d, steps %d; want 1, 3", e.m.ColdRuns, e.m.ColdRunSteps)
+		}
 	}
 }
 
@@ -171,10 +191,9 @@ func TestColdRunErrorAtTheOp(t *testing.T) {
 	}
 }
 
-// TestOpOfARunCalledAlone checks an op of a run recorded once, called again
-// on an empty graph while its one-op program is held: it compiles the
-// program at once and runs it, as it would with the program on disk, rather
-// than start a run of its own.
+// TestOpOfARunCalledAlone checks an op of a run called again on an empty
+// graph: it runs the one-op program the run's flush compiled, rather than
+// start a run of its own.
 func TestOpOfARunCalledAlone(t *testing.T) {
 	e := newTestEngine(t, ModeStrict)
 	e.noColdRuns = false
@@ -208,7 +227,7 @@ func TestOpOfARunCalledAlone(t *testing.T) {
 	}
 	runs, compiled, hits := e.m.ColdRuns, e.m.GraphsCompiled, e.m.FastPathHits
 	mulAlone()
-	if e.m.ColdRuns != runs || e.m.GraphsCompiled != compiled+1 || e.m.FastPathHits != hits+1 {
+	if e.m.ColdRuns != runs || e.m.GraphsCompiled != compiled || e.m.FastPathHits != hits+1 {
 		t.Fatalf("mul alone: runs %d (was %d), compiled %d (was %d), fast path hits %d (was %d); want no run, its program, a hit",
 			e.m.ColdRuns, runs, e.m.GraphsCompiled, compiled, e.m.FastPathHits, hits)
 	}
@@ -218,37 +237,9 @@ func TestOpOfARunCalledAlone(t *testing.T) {
 	}
 }
 
-// TestColdRunThirdCallWaits checks that a run's third call runs its ops one
-// by one even while the pool has not compiled their programs: it waits for
-// them rather than recording the run again.
-func TestColdRunThirdCallWaits(t *testing.T) {
-	e := newTestEngine(t, ModeStrict)
-	e.noColdRuns = false
-	e.pool().busy.Add(1) // hold the workers
-	shape := []int64{4, 3}
-	for k := range 2 {
-		got, want := coldChain(t, e, shape)
-		sameValues(t, "run", got, want)
-		if e.m.ColdRuns != int64(k+1) {
-			t.Fatalf("call %d: runs %d, want %d", k+1, e.m.ColdRuns, k+1)
-		}
-	}
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		e.cp.busy.Add(-1)
-	}()
-	hits := e.m.FastPathHits
-	got, want := coldChain(t, e, shape)
-	sameValues(t, "op by op", got, want)
-	if e.m.ColdRuns != 2 || e.m.FastPathHits-hits != 3 || e.m.CompileWaits == 0 {
-		t.Fatalf("third call: runs %d, fast path hits %d, waits %d; want 2, 3, at least 1",
-			e.m.ColdRuns, e.m.FastPathHits-hits, e.m.CompileWaits)
-	}
-}
-
 // TestColdRunIgnoresTheDiskCache checks that a process whose disk cache
 // holds every program records the same run as the process that compiled
-// them, loading its program, so the two compute the same values.
+// them, loading its programs.
 func TestColdRunIgnoresTheDiskCache(t *testing.T) {
 	t.Setenv("TORCHTPU_CACHE_DIR", t.TempDir())
 	shape := []int64{3, 5}

@@ -30,7 +30,6 @@ type compileJob struct {
 	donated int          // its donation pairs
 	sum     *hlo.Summary // what a recompile is explained by
 	fl      flushCtx     // the op it was made for, for messages and events
-	held    bool         // not yet handed to the workers (engine lock): its op has run once only
 
 	state              atomic.Int32 // jobQueued, jobRunning or jobTaken
 	queued, start, end time.Time
@@ -128,9 +127,7 @@ func (e *Engine) compileWorker(p *compilePool) {
 }
 
 // submit hands the module text (from a builder whose parameters in order
-// are used, summarized by sum) to the pool under structural key skey. The
-// job is held until its cold run records again (releaseJobs): an op that runs
-// once, as most of a test suite's do, never pays for a second compile.
+// are used, summarized by sum) to the pool's workers under structural key skey.
 func (e *Engine) submit(skey, text string, used []int, donated int, sum *hlo.Summary, fl flushCtx) {
 	p := e.pool()
 	if p.stopped || p.inflight[skey] != nil {
@@ -141,24 +138,8 @@ func (e *Engine) submit(skey, text string, used []int, donated int, sum *hlo.Sum
 		donated: donated, sum: sum, fl: fl, queued: time.Now(), done: make(chan struct{})}
 	e.dumpModule(j.key, text)
 	p.inflight[skey] = j
-	if r := e.d.g.cold; r != nil {
-		r.add(skey)
-	}
-	j.held = true
-}
-
-// releaseJobs hands the held jobs among keys to the workers.
-func (e *Engine) releaseJobs(keys []string) {
-	if e.cp == nil || e.cp.stopped {
-		return
-	}
-	for _, k := range keys {
-		if j := e.cp.inflight[k]; j != nil && j.held {
-			j.held, j.queued = false, time.Now()
-			e.m.BackgroundCompiles++
-			e.cp.jobs <- j
-		}
-	}
+	e.m.BackgroundCompiles++
+	p.jobs <- j
 }
 
 // inflight returns the pool's job for skey, or nil.
@@ -187,32 +168,21 @@ func (e *Engine) takeBack(skey string) bool {
 	}
 	close(j.done)
 	delete(e.cp.inflight, skey)
-	if !j.held {
-		e.m.BackgroundCompiles--
-	}
+	e.m.BackgroundCompiles--
 	return true
 }
 
 // awaitProgram waits for the pool's job for skey, if any, and harvests it:
 // afterwards the program is in the in-memory tier unless its compile failed
-// (the error is returned) or the pool stopped first. A held job is compiled
-// here, now, as a persistent tier would have given it.
+// (the error is returned) or the pool stopped first. A job no worker has
+// started is compiled here, now (compileJob).
 func (e *Engine) awaitProgram(skey string) error {
 	j := e.inflight(skey)
 	if j == nil {
 		return nil
 	}
-	if j.held {
-		e.takeBack(skey)
-		saved := e.fl
-		e.fl = j.fl
-		defer func() { e.fl = saved }()
-		exe, err := e.compileWith(j.text, j.options, j.sum)
-		if err != nil {
-			return err
-		}
-		e.cache.Put(skey, &program{exe: exe, used: j.used, donated: j.donated})
-		return nil
+	if e.takeBack(skey) {
+		return e.compileJob(j, true)
 	}
 	select {
 	case <-j.done:
@@ -227,6 +197,21 @@ func (e *Engine) awaitProgram(skey string) error {
 	if j.err != nil {
 		return fmt.Errorf("torchtpu: compiling a graph failed (program %s): %w", j.key[:16], j.err)
 	}
+	return nil
+}
+
+// compileJob compiles job j, taken back from the pool, on the calling thread
+// into the in-memory tier; on the critical path (foreground) workers start
+// nothing meanwhile.
+func (e *Engine) compileJob(j *compileJob, foreground bool) error {
+	saved := e.fl
+	e.fl = j.fl
+	defer func() { e.fl = saved }()
+	exe, err := e.compileAs(j.text, j.options, j.sum, foreground)
+	if err != nil {
+		return err
+	}
+	e.cache.Put(j.skey, &program{exe: exe, used: j.used, donated: j.donated})
 	return nil
 }
 
@@ -274,9 +259,6 @@ func (e *Engine) AwaitCompiles() error {
 		return nil
 	}
 	var first error
-	for skey := range e.cp.inflight {
-		e.releaseJobs([]string{skey})
-	}
 	for len(e.cp.inflight) > 0 {
 		for skey := range e.cp.inflight {
 			if err := e.awaitProgram(skey); err != nil && first == nil {
@@ -288,8 +270,8 @@ func (e *Engine) AwaitCompiles() error {
 	return first
 }
 
-// StopCompiles stops the compile pool before the process exits. Held jobs
-// are dropped. With a persistent tier on, queued jobs still compile, so that
+// StopCompiles stops the compile pool before the process exits. With a
+// persistent tier on, queued jobs still compile, so that
 // the next process finds every program; without one they are dropped.
 // Running ones finish. Ops after it compile in the foreground.
 func (e *Engine) StopCompiles() {
@@ -298,11 +280,6 @@ func (e *Engine) StopCompiles() {
 	if p == nil || p.stopped {
 		e.mu.Unlock()
 		return
-	}
-	for skey, j := range p.inflight {
-		if j.held {
-			e.takeBack(skey)
-		}
 	}
 	if e.tiers != nil {
 		e.mu.Unlock()

@@ -73,6 +73,9 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 	e.fl = flushCtx{reason: why, ops: g.ops, first: g.first}
 	e.m.Flushes[why]++
 	defer e.span("flush", "flush: "+why, tFlush, TraceEvent{Ops: g.ops, Reason: why})
+	if stepped, err := e.launchSteps(g, outs, dst); stepped {
+		return nil, err
+	}
 	outs, nanFlags := e.nanChecks(g, dst, outs)
 	aliases := e.donations(g, dst, outs)
 	e.notePeak(dst, outs, aliases)
@@ -278,6 +281,12 @@ func (e *Engine) compileText(text string, sum *hlo.Summary) (*pjrt.Executable, e
 // compileWith is compileText with the given compile options (replicated
 // programs have their own).
 func (e *Engine) compileWith(text string, options []byte, sum *hlo.Summary) (*pjrt.Executable, error) {
+	return e.compileAs(text, options, sum, true)
+}
+
+// compileAs is compileWith; a compile in the foreground keeps the pool's
+// workers from starting jobs while it runs.
+func (e *Engine) compileAs(text string, options []byte, sum *hlo.Summary, foreground bool) (*pjrt.Executable, error) {
 	key := e.fullKey(text, options)
 	t0 := time.Now()
 	if exe := e.loadProgram(key, sum); exe != nil {
@@ -286,7 +295,10 @@ func (e *Engine) compileWith(text string, options []byte, sum *hlo.Summary) (*pj
 	e.dumpModule(key, text)
 	slow := e.slowCompileNotice(key)
 	e.lastOptions = options
-	done := e.foreground()
+	done := func() {}
+	if foreground {
+		done = e.foreground()
+	}
 	exe, err := e.client.Compile(text, options)
 	done()
 	slow.Stop()

@@ -117,6 +117,12 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 			return e.copyToHost(st.buf, dst, "tensor")
 		}
 	}
+	// A cold run launches op by op before the view is read from its storage's buffer.
+	if e.inColdRun() {
+		if err := e.flush(); err != nil {
+			return err
+		}
+	}
 	// Materialize the view as an extra output of the pending graph.
 	e.leaveTape(departOutside)
 	v := e.Read(t)

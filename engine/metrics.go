@@ -15,13 +15,14 @@ type Metrics struct {
 	OpSeconds          float64          `json:"op_seconds"` // host time inside the engine's op entry: rules, recording, replays and any launch an op made
 	GraphsCompiled     int64            `json:"graphs_compiled"`
 	CompileSeconds     float64          `json:"compile_seconds"`
-	CompilesByReason   map[string]int64 `json:"compiles_by_reason"`   // programs compiled (not loaded from a persistent tier), by recompile reason
-	ColdRuns           int64            `json:"strict_cold_runs"`     // strict mode: runs of ops recorded as one program, first or again, while their one-op programs compile (cold_run.go)
-	BackgroundCompiles int64            `json:"background_compiles"`  // one-op programs handed to the compile pool (compile_pool.go)
-	CompileWaits       int64            `json:"compile_waits"`        // ops that waited for a background compile
-	CompileWaitSeconds float64          `json:"compile_wait_seconds"` // the time they waited
-	CacheHits          int64            `json:"cache_hits"`           // in-memory tier hits (strict fast-path replays included)
-	CacheMisses        int64            `json:"cache_misses"`         // in-memory tier misses: each is loaded from a persistent tier or compiled
+	CompilesByReason   map[string]int64 `json:"compiles_by_reason"`    // programs compiled (not loaded from a persistent tier), by recompile reason
+	ColdRuns           int64            `json:"strict_cold_runs"`      // strict mode: runs of new ops recorded while their one-op programs compile (cold_run.go)
+	ColdRunSteps       int64            `json:"strict_cold_run_steps"` // strict mode: ops of cold runs launched one by one on their one-op programs (cold_run_steps.go)
+	BackgroundCompiles int64            `json:"background_compiles"`   // one-op programs handed to the compile pool (compile_pool.go)
+	CompileWaits       int64            `json:"compile_waits"`         // ops that waited for a background compile
+	CompileWaitSeconds float64          `json:"compile_wait_seconds"`  // the time they waited
+	CacheHits          int64            `json:"cache_hits"`            // in-memory tier hits (strict fast-path replays included)
+	CacheMisses        int64            `json:"cache_misses"`          // in-memory tier misses: each is loaded from a persistent tier or compiled
 	FastPathHits       int64            `json:"strict_fast_path_hits"`
 	FusedFastPathHits  int64            `json:"fused_fast_path_hits"`
 	CompiledDeferred   int64            `json:"compiled_deferred"`     // compiled replays recorded into the pending graph (program_defer.go)

@@ -97,7 +97,7 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 		}
 	}
 	e.harvest()
-	e.rerun, e.opSeeds = nil, e.opSeeds[:0]
+	e.opSeeds = e.opSeeds[:0]
 	if entry.Rule.Needs.Seeded { // the seed is left out of the op's signature and tape key (opDone resets it)
 		e.sigSeed = entry.Rule.Needs.SeedArg + 1
 	}
@@ -116,7 +116,7 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 	if m.mode != planNone {
 		if outs, p, ok, err := e.replay(m, args); ok {
 			if err == nil && m.mode == planFused {
-				e.soloPlan(op, m, args, p)
+				e.noteStep(e.soloPlan(op, m, args, p), m, p, args, outs)
 				if s != nil {
 					e.noteTapeOp(s, p, args, outs, n0)
 				}
@@ -149,7 +149,7 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 			e.noteRanges(p, args, outs)
 		}
 		if m.mode == planFused {
-			e.soloPlan(op, m, args, p)
+			e.noteStep(e.soloPlan(op, m, args, p), m, p, args, outs)
 		}
 	}
 	if s != nil {
@@ -219,13 +219,10 @@ func (e *Engine) replay(m *planMark, args []dispatch.Arg) (outs []OutTensor, p *
 		return nil, nil, false, nil
 	case !known:
 		return nil, nil, false, nil
-	case m.mode == planStrict && e.rerunFor(p):
-		m.mode = planNone // the op records its cold run again (cold_run.go)
-		return nil, nil, false, nil
 	case m.mode == planStrict:
 		outs, ok, err = e.replayStrict(p, args)
 	default:
-		outs, p, ok, err = e.replayFused(p, args)
+		outs, p, ok, err = e.replayFused(p, args, m)
 	}
 	if !ok {
 		delete(e.d.plans, m.sig)
@@ -353,7 +350,7 @@ func (e *Engine) keepPlan(m *planMark, p *plan) {
 		e.d.plans.put(m.sig, p)
 	case planStrict:
 		if p != nil && e.lastProg != "" {
-			p.key, p.run = e.lastProg, e.d.g.cold
+			p.key = e.lastProg
 			e.d.plans.put(m.sig, p)
 		}
 	}

@@ -48,7 +48,6 @@ type plan struct {
 	writes  []planWrite   // the storages the op gives values, in order
 	results []OutTensor   // functional results (shape and dtype; addresses are new each call)
 	key     string        // strict mode: the program's key in e.cache
-	run     *coldRun      // strict mode: the cold run the op started, if it started one (cold_run.go)
 	frag    *hlo.Fragment // fused mode: the recorded ops
 	refs    []hlo.Ref     // fused mode: the fragment value of each write
 	ranges  []*intRange   // by write: the value range the rule reported for it (nil: none)

@@ -146,8 +146,9 @@ func (e *Engine) makeFusedPlan(m *planMark, args []dispatch.Arg, outs []OutTenso
 // ok=false, having recorded nothing, when an argument's value no longer
 // matches the plan (the caller then takes the full path). A seeded plan
 // uploads this call's seeds; used is then a copy of p naming their buffers
-// (a step tape binds them), otherwise p.
-func (e *Engine) replayFused(p *plan, args []dispatch.Arg) (outs []OutTensor, used *plan, ok bool, err error) {
+// (a step tape binds them), otherwise p. m.values takes the argument
+// storages' values the op read.
+func (e *Engine) replayFused(p *plan, args []dispatch.Arg, m *planMark) (outs []OutTensor, used *plan, ok bool, err error) {
 	g := e.d.g
 	var inputs, params []*hlo.Value
 	for _, src := range p.sources {
@@ -181,6 +182,7 @@ func (e *Engine) replayFused(p *plan, args []dispatch.Arg) (outs []OutTensor, us
 	if !ok {
 		return nil, nil, false, nil
 	}
+	m.values = inputs
 	sts, outs, err := e.newResults(p.results)
 	if err != nil {
 		return nil, used, true, err

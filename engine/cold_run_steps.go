@@ -1,0 +1,211 @@
+package engine
+
+import (
+	"fmt"
+
+	"torchtpu/dispatch"
+	"torchtpu/hlo"
+	"torchtpu/pjrt"
+)
+
+// A cold run launches op by op. Each op of a run notes a step while it
+// records: the one-op program strict mode runs it with (its strict plan's),
+// what feeds each of that program's parameters (a value of the run's graph,
+// or a buffer: a storage's, a cached number's, a seed's) and the graph values
+// its results are. The pool compiles the steps' programs in parallel while the
+// run records; the flush that ends the run waits for them, compiling here any
+// that no worker has started, and launches them in order, each on the buffers
+// the steps before it made. So a run computes exactly what its ops one by one
+// compute, and its compiles use every core. A run some op of which noted no
+// step (its op has no one-op program), or whose steps would read a buffer an
+// earlier step donated, launches as one program instead.
+
+// runStep is one op of a cold run: its program and how to bind it.
+type runStep struct {
+	key     string
+	args    []stepArg    // by parameter position of the program's builder
+	outs    []*hlo.Value // the graph value of each program result, in order
+	donates []*hlo.Value // argument values the program may take over (an op's in-place writes)
+}
+
+// stepArg feeds one program parameter: value v of the run's graph, or buffer b.
+type stepArg struct {
+	v *hlo.Value
+	b *pjrt.Buffer
+}
+
+// noteStep adds the step of the op just recorded into the device's cold run
+// by fused plan p under strict plan sp, whose program parameters follow
+// sp.sources: m.values holds the values p's argument sources held before the
+// op, p's seed sources this call's seeds. Without a strict plan the run can no
+// longer launch op by op.
+func (e *Engine) noteStep(sp *plan, m *planMark, p *plan, args []dispatch.Arg, outs []OutTensor) {
+	r := e.d.g.cold
+	if r == nil || !r.stepwise {
+		return
+	}
+	if sp == nil || sp.key == "" || p == nil {
+		r.stepwise = false
+		return
+	}
+	inputs := map[[2]int]*hlo.Value{}
+	seeds := map[int]*pjrt.Buffer{}
+	k := 0
+	for _, src := range p.sources {
+		switch src.kind {
+		case srcArg:
+			if k < len(m.values) {
+				inputs[[2]int{src.arg, src.idx}] = m.values[k]
+			}
+			k++
+		case srcSeed:
+			seeds[src.arg] = src.buf
+		}
+	}
+	if k != len(m.values) {
+		r.stepwise = false
+		return
+	}
+	st := runStep{key: sp.key}
+	for _, src := range sp.sources {
+		switch src.kind {
+		case srcArg:
+			v := inputs[[2]int{src.arg, src.idx}]
+			if v == nil {
+				r.stepwise = false
+				return
+			}
+			st.args = append(st.args, stepArg{v: v})
+		case srcScalar:
+			st.args = append(st.args, stepArg{b: e.scalarBuffer(src.scalar)})
+		case srcSeed:
+			b := seeds[src.arg]
+			if b == nil {
+				r.stepwise = false
+				return
+			}
+			st.args = append(st.args, stepArg{b: b})
+		default:
+			r.stepwise = false
+			return
+		}
+	}
+	for _, w := range sp.writes {
+		var s *Storage
+		if w.result >= 0 {
+			s = e.storages[outs[w.result].Addr]
+		} else {
+			s = e.argStorage(args, w.arg, w.idx)
+			if v := inputs[[2]int{w.arg, w.idx}]; v != nil {
+				st.donates = append(st.donates, v)
+			}
+		}
+		if s == nil || s.pending == nil {
+			r.stepwise = false
+			return
+		}
+		st.outs = append(st.outs, s.pending)
+	}
+	r.steps = append(r.steps, st)
+}
+
+// launchSteps launches cold run g op by op when it can (see above): it
+// reports false, having launched nothing, when g must launch as one program.
+// Each storage in dst takes the buffer of its value outs[i].
+func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool, error) {
+	r := g.cold
+	if r == nil || !r.stepwise || len(r.steps) != g.ops || len(g.extra) > 0 || !stepsHold(r.steps, outs) {
+		return false, nil
+	}
+	// The workers take jobs from the front of the queue; this thread compiles
+	// from its back the jobs none has started, then waits for the rest.
+	for i := len(r.steps) - 1; i >= 0; i-- {
+		if j := e.inflight(r.steps[i].key); j != nil && e.takeBack(j.skey) && e.compileJob(j, false) != nil {
+			return false, nil // one program for the run: its compile reports the error
+		}
+	}
+	progs := make([]*program, len(r.steps))
+	for i, st := range r.steps {
+		if e.awaitProgram(st.key) != nil {
+			return false, nil
+		}
+		x, ok := e.cache.Get(st.key)
+		if !ok {
+			return false, nil
+		}
+		progs[i] = x.(*program)
+	}
+	made := map[*hlo.Value]*pjrt.Buffer{}
+	for b, v := range g.paramOf {
+		made[v] = b
+	}
+	var temps []*pjrt.Buffer
+	var last *pjrt.Event
+	for i, st := range r.steps {
+		bufs := make([]*pjrt.Buffer, len(progs[i].used))
+		for k, p := range progs[i].used {
+			if a := st.args[p]; a.b != nil {
+				bufs[k] = a.b
+			} else {
+				bufs[k] = made[a.v]
+			}
+		}
+		l := launch{key: st.key, ops: 1, device: e.dev.cur, donated: progs[i].donated}
+		ev, err := e.execute(l, progs[i].exe, bufs, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
+			for k, v := range st.outs {
+				made[v] = rs[k]
+			}
+			temps = append(temps, rs...)
+			return nil
+		})
+		if err != nil {
+			return true, fmt.Errorf("torchtpu: executing op %d of a run of %d ops: %w", i+1, len(r.steps), err)
+		}
+		last = ev
+	}
+	kept := map[*pjrt.Buffer]bool{}
+	var replaced []*pjrt.Buffer
+	for i, st := range dst {
+		replaced = append(replaced, st.buf)
+		st.buf = made[outs[i]]
+		kept[st.buf] = true
+	}
+	for _, b := range temps {
+		if !kept[b] {
+			replaced = append(replaced, b)
+		}
+	}
+	e.track(last, replaced)
+	e.m.ColdRunSteps += int64(len(r.steps))
+	return true, nil
+}
+
+// stepsHold reports whether steps can compute outs op by op: every output is
+// a value some step makes, once, and no step reads, and no output is, a value
+// an earlier step may have donated.
+func stepsHold(steps []runStep, outs []*hlo.Value) bool {
+	made := map[*hlo.Value]bool{}
+	gone := map[*hlo.Value]bool{}
+	for _, st := range steps {
+		for _, a := range st.args {
+			if a.v != nil && gone[a.v] {
+				return false
+			}
+		}
+		for _, v := range st.donates {
+			gone[v] = true
+		}
+		for _, v := range st.outs {
+			made[v] = true
+			delete(gone, v)
+		}
+	}
+	seen := map[*hlo.Value]bool{}
+	for _, v := range outs {
+		if !made[v] || gone[v] || seen[v] {
+			return false
+		}
+		seen[v] = true
+	}
+	return true
+}
