@@ -77,7 +77,12 @@ func (e *Engine) noteStep(sp *plan, m *planMark, p *plan, args []dispatch.Arg, o
 			}
 			st.args = append(st.args, stepArg{v: v})
 		case srcScalar:
-			st.args = append(st.args, stepArg{b: e.scalarBuffer(src.scalar)})
+			b := e.scalarBuffer(src.scalar)
+			if _, bound := e.d.g.paramOf[b]; !bound { // the graph keeps alive only the buffers it reads
+				r.stepwise = false
+				return
+			}
+			st.args = append(st.args, stepArg{b: b})
 		case srcSeed:
 			b := seeds[src.arg]
 			if b == nil {
@@ -109,12 +114,26 @@ func (e *Engine) noteStep(sp *plan, m *planMark, p *plan, args []dispatch.Arg, o
 	r.steps = append(r.steps, st)
 }
 
+// endColdRun launches the device's cold run, if any, before something other
+// than an op records into its graph (a host write or read of part of a
+// storage, a storage copy), which no step would compute.
+func (e *Engine) endColdRun() error {
+	if !e.inColdRun() {
+		return nil
+	}
+	why := e.why
+	e.why = whyColdCut
+	err := e.flush()
+	e.why = why // the caller's own flush keeps its reason
+	return err
+}
+
 // launchSteps launches cold run g op by op when it can (see above): it
 // reports false, having launched nothing, when g must launch as one program.
 // Each storage in dst takes the buffer of its value outs[i].
 func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool, error) {
 	r := g.cold
-	if r == nil || !r.stepwise || len(r.steps) != g.ops || len(g.extra) > 0 || !stepsHold(r.steps, outs) {
+	if r == nil || !r.stepwise || len(r.steps) != g.ops || len(g.extra) > 0 || !stepsHold(g, r.steps, outs) {
 		return false, nil
 	}
 	// The workers take jobs from the front of the queue; this thread compiles
@@ -180,29 +199,32 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 	return true, nil
 }
 
-// stepsHold reports whether steps can compute outs op by op: every output is
-// a value some step makes, once, and no step reads, and no output is, a value
-// an earlier step may have donated.
-func stepsHold(steps []runStep, outs []*hlo.Value) bool {
+// stepsHold reports whether steps can compute outs op by op from g's
+// parameters: every value a step reads is a parameter or a value an earlier
+// step made, and no step reads, and no output is, a value an earlier step may
+// have donated; every output is a value some step makes, once.
+func stepsHold(g *graph, steps []runStep, outs []*hlo.Value) bool {
+	have := map[*hlo.Value]bool{}
+	for _, v := range g.paramOf {
+		have[v] = true
+	}
 	made := map[*hlo.Value]bool{}
-	gone := map[*hlo.Value]bool{}
 	for _, st := range steps {
 		for _, a := range st.args {
-			if a.v != nil && gone[a.v] {
+			if a.v != nil && !have[a.v] {
 				return false
 			}
 		}
 		for _, v := range st.donates {
-			gone[v] = true
+			delete(have, v)
 		}
 		for _, v := range st.outs {
-			made[v] = true
-			delete(gone, v)
+			have[v], made[v] = true, true
 		}
 	}
 	seen := map[*hlo.Value]bool{}
 	for _, v := range outs {
-		if !made[v] || gone[v] || seen[v] {
+		if !made[v] || !have[v] || seen[v] {
 			return false
 		}
 		seen[v] = true

@@ -137,6 +137,49 @@ func TestColdRunInPlaceWrites(t *testing.T) {
 	}
 }
 
+// TestColdRunEndsBeforeAHostWrite checks a write from the host into part of
+// a storage that a cold run reads: the run launches op by op first, and the
+// values are the ones of the ops in order: y = x + x; x[1] = 100, 101, 102;
+// z = x * y.
+func TestColdRunEndsBeforeAHostWrite(t *testing.T) {
+	e := newTestEngine(t, ModeStrict)
+	e.noColdRuns = false
+	shape := []int64{4, 3}
+	addr, vals := storageOf(t, e, shape)
+	x := &TensorDesc{Addr: addr, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}
+	one := dispatch.Arg{Kind: dispatch.ArgScalarInt, Int: 1}
+	outs, err := e.Op("aten::add.Tensor", []dispatch.Arg{tensorArg(x), tensorArg(x), one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := &TensorDesc{Addr: outs[0].Addr, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}
+	row := &TensorDesc{Addr: addr, DType: dispatch.Float32, Sizes: []int64{3}, Strides: []int64{1}, Offset: 3}
+	if err := e.FromHost(row, f32bytes([]float32{100, 101, 102})); err != nil {
+		t.Fatal(err)
+	}
+	outs, err = e.Op("aten::mul.Tensor", []dispatch.Arg{tensorArg(x), tensorArg(y)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := &TensorDesc{Addr: outs[0].Addr, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}
+	buf := make([]byte, 4*numel(shape))
+	if err := e.ToHost(z, buf); err != nil {
+		t.Fatal(err)
+	}
+	var want []float32
+	for i, v := range vals {
+		xi := v
+		if i >= 3 && i < 6 {
+			xi = float32(100 + i - 3)
+		}
+		want = append(want, xi*2*v)
+	}
+	sameValues(t, "z", f32s(buf), want)
+	if e.m.ColdRuns < 1 || e.m.ColdRunSteps < 1 {
+		t.Fatalf("runs %d, steps %d; want the run launched op by op", e.m.ColdRuns, e.m.ColdRunSteps)
+	}
+}
+
 // TestColdRunOffCompilesInTheForeground checks TORCHTPU_COLD_RUNS=0: every
 // new op compiles and launches its own program at once.
 func TestColdRunOffCompilesInTheForeground(t *testing.T) {

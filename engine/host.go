@@ -38,6 +38,11 @@ func (e *Engine) FromHost(t *TensorDesc, src []byte) error {
 	if s := e.d.seg; s != nil && (!whole || s.has(st)) {
 		e.leaveTape(departOutside) // the write records outside an op, or changes a storage the segment holds
 	}
+	if !whole {
+		if err := e.endColdRun(); err != nil { // the write records outside an op
+			return err
+		}
+	}
 	t0 := time.Now()
 	ty := storedType(t.DType, t.Sizes)
 	buf, err := e.client.BufferFromHost(src, pjrtType(ty.Elem), ty.Shape, st.device)
@@ -117,11 +122,8 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 			return e.copyToHost(st.buf, dst, "tensor")
 		}
 	}
-	// A cold run launches op by op before the view is read from its storage's buffer.
-	if e.inColdRun() {
-		if err := e.flush(); err != nil {
-			return err
-		}
+	if err := e.endColdRun(); err != nil { // the view is read from its storage's buffer
+		return err
 	}
 	// Materialize the view as an extra output of the pending graph.
 	e.leaveTape(departOutside)
@@ -257,6 +259,9 @@ func (e *Engine) StorageCopy(dst, src uint64, nbytes int64) error {
 		return err
 	}
 	e.leaveTape(departOutside)
+	if err := e.endColdRun(); err != nil { // the copy records outside an op
+		return err
+	}
 	size := int64(s.dtype.Size())
 	n := min(nbytes, s.nbytes, d.nbytes) / size
 	flat := e.d.g.b.Reshape(e.baseValue(s, s.dtype), numel(s.shape))
