@@ -151,19 +151,20 @@ func (e *Engine) markCold(m *planMark, op string, args []dispatch.Arg) {
 // into an argument storage it read donates that storage's buffer, as a strict
 // flush would. The program is compiled by the pool unless a tier holds it.
 // It returns the op's strict plan, or nil when it has none; a plan for an op
-// without a strict signature (an argument storage without a value) or that
-// gives a storage its first value or a new type, which a strict replay
-// cannot, only names the op's program for its run's step.
-func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan) *plan {
+// without a strict signature (an argument storage without a value), or that
+// uploads values of its own, gives a storage its first value or a new type or
+// is not replayable (an append), which a strict replay cannot, only names the
+// op's program for its run's step.
+func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan, replayable bool) *plan {
 	c := m.cold
-	if c == nil || p == nil || p.uploads || p.frag == nil {
+	if c == nil || p == nil || p.frag == nil {
 		return nil
 	}
-	if known, ok := e.d.plans[c.sig]; ok && c.ok {
+	reusable := replayable && c.ok && !p.uploads // a strict replay uploads nothing, and gives no storage its first value or a new type
+	if known, ok := e.d.plans[c.sig]; ok && reusable {
 		return known
 	}
 	written := map[uint64]bool{}
-	reusable := c.ok // a strict replay gives no storage its first value or a new type
 	for _, w := range p.writes {
 		if w.result >= 0 {
 			continue

@@ -90,6 +90,8 @@ func (e *Engine) noteStep(sp *plan, m *planMark, p *plan, args []dispatch.Arg, o
 				return
 			}
 			st.args = append(st.args, stepArg{b: b})
+		case srcUpload: // this call's upload, retired with the graph
+			st.args = append(st.args, stepArg{b: src.buf})
 		default:
 			r.stepwise = false
 			return
@@ -126,6 +128,32 @@ func (e *Engine) endColdRun() error {
 	err := e.flush()
 	e.why = why // the caller's own flush keeps its reason
 	return err
+}
+
+// readsGrown reports whether an argument of an op is a padded storage or an
+// append's result, which an append may pad (pad.go): no plan covers the op.
+func (e *Engine) readsGrown(args []dispatch.Arg) bool {
+	for _, a := range args {
+		for _, h := range a.Handles {
+			if t := h.(*TensorDesc); !t.CPU && t.Addr != 0 {
+				if st := e.storages[t.Addr]; st != nil && (st.pad != nil || st.grown != 0) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// onlyAppends reports whether a rule's padded results are all appends at
+// their own size (dispatch.Ctx.AppendedAt): plain values.
+func onlyAppends(pads map[int]dispatch.PadResult) bool {
+	for _, r := range pads {
+		if !r.Plain {
+			return false
+		}
+	}
+	return true
 }
 
 // launchSteps launches cold run g op by op when it can (see above): it

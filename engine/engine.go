@@ -96,7 +96,7 @@ type Engine struct {
 	lastReason     string                // the explanation of the latest new program
 	logs           logTopics             // TORCHTPU_LOG topics
 	cp             *compilePool          // background compiles of one-op programs (compile_pool.go), started on first use
-	noColdRuns     bool                  // without TORCHTPU_COLD_RUNS=1: strict mode compiles every cold op in the foreground
+	noColdRuns     bool                  // TORCHTPU_COLD_RUNS=0: strict mode compiles every cold op in the foreground
 	rerun          *coldRun              // the cold run the op being recorded starts again (cold_run.go)
 }
 
@@ -171,7 +171,7 @@ func (e *Engine) Init(path string, cpuDevices int) error {
 	}
 	e.pluginID = e.pluginIdentity()
 	e.checkNeeds = os.Getenv("TORCHTPU_CHECK_NEEDS") == "1"
-	e.noColdRuns = os.Getenv("TORCHTPU_COLD_RUNS") != "1"
+	e.noColdRuns = os.Getenv("TORCHTPU_COLD_RUNS") == "0"
 	e.tiers = compile_cache.OpenTiers(compile_cache.DirFromEnv(os.LookupEnv), os.Getenv("TORCHTPU_CACHE_URL"))
 	return nil
 }

@@ -113,10 +113,16 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 	}
 	n0 := len(e.d.g.params)
 	m := e.startPlan(op, entry.Rule, args)
+	if e.inColdRun() && (m.mode == planNone || e.readsGrown(args)) { // an op no step can cover runs after the run
+		if err := e.endColdRun(); err != nil {
+			return nil, err
+		}
+		m = e.startPlan(op, entry.Rule, args)
+	}
 	if m.mode != planNone {
 		if outs, p, ok, err := e.replay(m, args); ok {
 			if err == nil && m.mode == planFused {
-				e.noteStep(e.soloPlan(op, m, args, p), m, p, args, outs)
+				e.noteStep(e.soloPlan(op, m, args, p, true), m, p, args, outs)
 				if s != nil {
 					e.noteTapeOp(s, p, args, outs, n0)
 				}
@@ -143,13 +149,17 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 		return nil, err
 	}
 	var p *plan
-	if (m.mode != planNone || tapeOnly) && len(c.Pads) == 0 { // a replay would not keep padding
+	// A replay would not keep padding; an append at its own size is still a cold run's step.
+	if (m.mode != planNone || tapeOnly) && (len(c.Pads) == 0 || onlyAppends(c.Pads) && e.inColdRun()) {
 		p = e.learn(m, args, outs)
 		if p != nil && len(c.Ranges) > 0 {
 			e.noteRanges(p, args, outs)
 		}
 		if m.mode == planFused {
-			e.noteStep(e.soloPlan(op, m, args, p), m, p, args, outs)
+			e.noteStep(e.soloPlan(op, m, args, p, len(c.Pads) == 0), m, p, args, outs)
+		}
+		if len(c.Pads) > 0 {
+			p = nil
 		}
 	}
 	if s != nil {

@@ -20,13 +20,13 @@ def get_mode():
 
 def await_compiles():
     """Wait until strict mode's background compiles have finished (the one-op programs of cold runs),
-    so that later steps run op by op and torch.tpu.metrics() counts them."""
+    so that torch.tpu.metrics() counts them."""
     _runtime.require()
     _lib.call("ttpu_await_compiles")
 
 
 def set_cold_runs(on):
-    """Turn strict mode's cold runs on or off (they start off unless TORCHTPU_COLD_RUNS=1); returns whether
+    """Turn strict mode's cold runs on or off (they start on unless TORCHTPU_COLD_RUNS=0); returns whether
     they were on. Off, every new op compiles its own program before it runs, as debug mode does."""
     _runtime.require()
     was = _lib.ctypes.c_int32(0)
