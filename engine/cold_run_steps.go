@@ -186,7 +186,20 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 	for b, v := range g.paramOf {
 		made[v] = b
 	}
-	var temps []*pjrt.Buffer
+	// A value only steps read goes once its last reader has run, as its storage would op by op.
+	final := map[*hlo.Value]bool{}
+	for _, v := range outs {
+		final[v] = true
+	}
+	lastUse := map[*hlo.Value]int{}
+	for i, st := range r.steps {
+		for _, a := range st.args {
+			if a.v != nil {
+				lastUse[a.v] = i
+			}
+		}
+	}
+	temp := map[*hlo.Value]bool{} // made by a step, not yet released
 	var last *pjrt.Event
 	for i, st := range r.steps {
 		bufs := make([]*pjrt.Buffer, len(progs[i].used))
@@ -197,29 +210,37 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 				bufs[k] = made[a.v]
 			}
 		}
+		var done []*pjrt.Buffer
 		l := launch{key: st.key, ops: 1, device: e.dev.cur, donated: progs[i].donated}
 		ev, err := e.execute(l, progs[i].exe, bufs, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
 			for k, v := range st.outs {
-				made[v] = rs[k]
+				made[v], temp[v] = rs[k], !final[v]
 			}
-			temps = append(temps, rs...)
-			return nil
+			for _, a := range st.args {
+				if a.v != nil && temp[a.v] && lastUse[a.v] == i {
+					done, temp[a.v] = append(done, made[a.v]), false
+				}
+			}
+			for _, v := range st.outs {
+				if temp[v] && lastUse[v] <= i {
+					done, temp[v] = append(done, made[v]), false
+				}
+			}
+			return done
 		})
 		if err != nil {
 			return true, fmt.Errorf("torchtpu: executing op %d of a run of %d ops: %w", i+1, len(r.steps), err)
 		}
 		last = ev
 	}
-	kept := map[*pjrt.Buffer]bool{}
-	var replaced []*pjrt.Buffer
+	replaced := make([]*pjrt.Buffer, 0, len(dst))
 	for i, st := range dst {
 		replaced = append(replaced, st.buf)
 		st.buf = made[outs[i]]
-		kept[st.buf] = true
 	}
-	for _, b := range temps {
-		if !kept[b] {
-			replaced = append(replaced, b)
+	for v, live := range temp {
+		if live {
+			replaced = append(replaced, made[v])
 		}
 	}
 	e.track(last, replaced)
