@@ -78,9 +78,11 @@ func (e *Engine) noteStep(sp *plan, m *planMark, p *plan, args []dispatch.Arg, o
 			st.args = append(st.args, stepArg{v: v})
 		case srcScalar:
 			b := e.scalarBuffer(src.scalar)
-			if _, bound := e.d.g.paramOf[b]; !bound { // the graph keeps alive only the buffers it reads
-				r.stepwise = false
-				return
+			if g := e.d.g; g.paramOf[b] == nil { // kept alive until the graph has run, as its parameters are
+				if g.stepBufs == nil {
+					g.stepBufs = map[*pjrt.Buffer]bool{}
+				}
+				g.stepBufs[b] = true
 			}
 			st.args = append(st.args, stepArg{b: b})
 		case srcSeed:

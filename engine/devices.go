@@ -133,11 +133,11 @@ func (e *Engine) flushAll() error {
 
 // graphReading returns the pending graph of any device that reads buffer b.
 func (e *Engine) graphReading(b *pjrt.Buffer) *graph {
-	if _, used := e.d.g.paramOf[b]; used {
+	if _, used := e.d.g.paramOf[b]; used || e.d.g.stepBufs[b] {
 		return e.d.g
 	}
 	for _, s := range e.dev.states {
-		if _, used := s.g.paramOf[b]; used {
+		if _, used := s.g.paramOf[b]; used || s.g.stepBufs[b] {
 			return s.g
 		}
 	}

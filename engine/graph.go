@@ -24,6 +24,8 @@ type graph struct {
 	// (program_defer.go): a graph holding one is not cut at backward boundaries.
 	programs int
 	cold     *coldRun // strict mode: the cold run the graph is, if it is one (cold_run.go)
+	// stepBufs holds the cached numbers a cold run's steps bind that no parameter reads.
+	stepBufs map[*pjrt.Buffer]bool
 	// numbers holds the parameters the numbers of op numbersOp read (opNumber).
 	numbers   map[*pjrt.Buffer]*hlo.Value
 	numbersOp uint64
