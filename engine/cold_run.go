@@ -154,16 +154,14 @@ func (e *Engine) markCold(m *planMark, op string, args []dispatch.Arg) {
 // without a strict signature (an argument storage without a value), or that
 // uploads values of its own, gives a storage its first value or a new type or
 // is not replayable (an append), which a strict replay cannot, only names the
-// op's program for its run's step.
-func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan, replayable bool) *plan {
+// op's program for its run's step. plain, when the program donates, returns
+// the key of the same program donating nothing, compiling it first.
+func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan, replayable bool) (solo *plan, plain func() (string, error)) {
 	c := m.cold
 	if c == nil || p == nil || p.frag == nil {
-		return nil
+		return nil, nil
 	}
 	reusable := replayable && c.ok && !p.uploads // a strict replay uploads nothing, and gives no storage its first value or a new type
-	if known, ok := e.d.plans[c.sig]; ok && reusable {
-		return known
-	}
 	written := map[uint64]bool{}
 	for _, w := range p.writes {
 		if w.result >= 0 {
@@ -171,7 +169,7 @@ func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan, 
 		}
 		t := args[w.arg].Handles[w.idx].(*TensorDesc)
 		if written[t.Addr] {
-			return nil // two values for one storage
+			return nil, nil // two values for one storage
 		}
 		written[t.Addr] = true
 		b, ok := c.before[t.Addr]
@@ -187,7 +185,7 @@ func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan, 
 	}
 	outs, ok := b.Paste(p.frag, inputs, params, p.refs)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	aliases := map[int]int{}
 	for i, w := range p.writes {
@@ -200,26 +198,49 @@ func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan, 
 			}
 		}
 	}
+	fl := flushCtx{reason: whyEagerOp, ops: 1, first: []string{op}}
+	if len(aliases) > 0 {
+		plain = func() (string, error) {
+			k := structuralKey(b.Key(outs, nil))
+			if e.awaitProgram(k) == nil {
+				if _, ok := e.cache.Peek(k); ok {
+					return k, nil
+				}
+			}
+			text, used := b.ModuleAliased(outs, nil)
+			saved := e.fl
+			e.fl = fl
+			defer func() { e.fl = saved }()
+			exe, err := e.compileWith(text, e.optionsFor(b.Summarize(outs)), b.Summarize(outs))
+			if err != nil {
+				return "", err
+			}
+			e.cache.Put(k, &program{exe: exe, used: used})
+			return k, nil
+		}
+	}
+	if known, ok := e.d.plans[c.sig]; ok && reusable {
+		return known, plain
+	}
 	skey := structuralKey(b.Key(outs, aliases))
-	solo := &plan{sources: p.sources, writes: p.writes, results: p.results, key: skey}
+	solo = &plan{sources: p.sources, writes: p.writes, results: p.results, key: skey}
 	if reusable {
 		e.d.plans.put(c.sig, solo)
 	}
 	if _, ok := e.cache.Peek(skey); ok || e.compiling(skey) {
-		return solo
+		return solo, plain
 	}
 	text, used := b.ModuleAliased(outs, aliases)
 	sum := b.Summarize(outs)
-	fl := flushCtx{reason: whyEagerOp, ops: 1, first: []string{op}}
 	saved := e.fl
 	e.fl = fl
 	defer func() { e.fl = saved }()
 	if exe := e.loadProgram(e.fullKey(text, e.optionsFor(sum)), sum); exe != nil {
 		e.cache.Put(skey, &program{exe: exe, used: used, donated: len(aliases)})
-		return solo
+		return solo, plain
 	}
 	e.submit(skey, text, used, len(aliases), sum, fl)
-	return solo
+	return solo, plain
 }
 
 // structuralKey names a program in the in-memory tier by its structural hash.

@@ -16,9 +16,11 @@ import (
 // run records; the flush that ends the run waits for them, compiling here any
 // that no worker has started, and launches them in order, each on the buffers
 // the steps before it made. So a run computes exactly what its ops one by one
-// compute, and its compiles use every core. A run some op of which noted no
-// step (its op has no one-op program), or whose steps would read a buffer an
-// earlier step donated, launches as one program instead.
+// compute, and its compiles use every core. A step whose program would take
+// over a buffer still needed after it (a value two storages hold, one of which
+// the op overwrites in place) launches the op's program donating nothing. A
+// run some op of which noted no step (its op has no one-op program) launches
+// as one program instead.
 
 // runStep is one op of a cold run: its program and how to bind it.
 type runStep struct {
@@ -26,6 +28,11 @@ type runStep struct {
 	args    []stepArg    // by parameter position of the program's builder
 	outs    []*hlo.Value // the graph value of each program result, in order
 	donates []*hlo.Value // argument values the program may take over (an op's in-place writes)
+	// plain returns the key of the op's program donating nothing (nil: none can
+	// be made), which plainArgs and plainOuts bind.
+	plain     func() (string, error)
+	plainArgs []stepArg
+	plainOuts []*hlo.Value
 }
 
 // stepArg feeds one program parameter: value v of the run's graph, or buffer b.
@@ -39,7 +46,7 @@ type stepArg struct {
 // sp.sources: m.values holds the values p's argument sources held before the
 // op, p's seed sources this call's seeds. Without a strict plan the run can no
 // longer launch op by op.
-func (e *Engine) noteStep(sp *plan, m *planMark, p *plan, args []dispatch.Arg, outs []OutTensor) {
+func (e *Engine) noteStep(sp *plan, plain func() (string, error), m *planMark, p *plan, args []dispatch.Arg, outs []OutTensor) {
 	r := e.d.g.cold
 	if r == nil || !r.stepwise {
 		return
@@ -67,15 +74,32 @@ func (e *Engine) noteStep(sp *plan, m *planMark, p *plan, args []dispatch.Arg, o
 		return
 	}
 	st := runStep{key: sp.key}
-	for _, src := range sp.sources {
+	var ok bool
+	if st.args, st.outs, st.donates, ok = e.bindStep(sp, inputs, seeds, args, outs); !ok {
+		r.stepwise = false
+		return
+	}
+	if plain != nil { // its program follows p's sources and writes, which sp's may order otherwise
+		if st.plainArgs, st.plainOuts, _, ok = e.bindStep(p, inputs, seeds, args, outs); ok {
+			st.plain = plain
+		}
+	}
+	r.steps = append(r.steps, st)
+}
+
+// bindStep returns what feeds each program parameter of plan q, which follow
+// q.sources, and the graph value of each of its results, which follow
+// q.writes, with the argument values it may take over; inputs and seeds are
+// the op's argument values and seed buffers. ok is false when one is missing.
+func (e *Engine) bindStep(q *plan, inputs map[[2]int]*hlo.Value, seeds map[int]*pjrt.Buffer, args []dispatch.Arg, outs []OutTensor) (bind []stepArg, vals, donates []*hlo.Value, ok bool) {
+	for _, src := range q.sources {
 		switch src.kind {
 		case srcArg:
 			v := inputs[[2]int{src.arg, src.idx}]
 			if v == nil {
-				r.stepwise = false
-				return
+				return nil, nil, nil, false
 			}
-			st.args = append(st.args, stepArg{v: v})
+			bind = append(bind, stepArg{v: v})
 		case srcScalar:
 			b := e.scalarBuffer(src.scalar)
 			if g := e.d.g; g.paramOf[b] == nil { // kept alive until the graph has run, as its parameters are
@@ -84,38 +108,35 @@ func (e *Engine) noteStep(sp *plan, m *planMark, p *plan, args []dispatch.Arg, o
 				}
 				g.stepBufs[b] = true
 			}
-			st.args = append(st.args, stepArg{b: b})
+			bind = append(bind, stepArg{b: b})
 		case srcSeed:
 			b := seeds[src.arg]
 			if b == nil {
-				r.stepwise = false
-				return
+				return nil, nil, nil, false
 			}
-			st.args = append(st.args, stepArg{b: b})
+			bind = append(bind, stepArg{b: b})
 		case srcUpload: // this call's upload, retired with the graph
-			st.args = append(st.args, stepArg{b: src.buf})
+			bind = append(bind, stepArg{b: src.buf})
 		default:
-			r.stepwise = false
-			return
+			return nil, nil, nil, false
 		}
 	}
-	for _, w := range sp.writes {
+	for _, w := range q.writes {
 		var s *Storage
 		if w.result >= 0 {
 			s = e.storages[outs[w.result].Addr]
 		} else {
 			s = e.argStorage(args, w.arg, w.idx)
 			if v := inputs[[2]int{w.arg, w.idx}]; v != nil {
-				st.donates = append(st.donates, v)
+				donates = append(donates, v)
 			}
 		}
 		if s == nil || s.pending == nil {
-			r.stepwise = false
-			return
+			return nil, nil, nil, false
 		}
-		st.outs = append(st.outs, s.pending)
+		vals = append(vals, s.pending)
 	}
-	r.steps = append(r.steps, st)
+	return bind, vals, donates, true
 }
 
 // endColdRun launches the device's cold run, if any, before something other
@@ -163,22 +184,37 @@ func onlyAppends(pads map[int]dispatch.PadResult) bool {
 // Each storage in dst takes the buffer of its value outs[i].
 func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool, error) {
 	r := g.cold
-	if r == nil || !r.stepwise || len(r.steps) != g.ops || len(g.extra) > 0 || !stepsHold(g, r.steps, outs) {
+	if r == nil || !r.stepwise || len(r.steps) != g.ops || len(g.extra) > 0 {
 		return false, nil
+	}
+	plain, ok := stepsHold(g, r.steps, outs)
+	if !ok {
+		return false, nil
+	}
+	keys := make([]string, len(r.steps))
+	for i, st := range r.steps {
+		keys[i] = st.key
 	}
 	// The workers take jobs from the front of the queue; this thread compiles
 	// from its back the jobs none has started, then waits for the rest.
 	for i := len(r.steps) - 1; i >= 0; i-- {
-		if j := e.inflight(r.steps[i].key); j != nil && e.takeBack(j.skey) && e.compileJob(j, false) != nil {
+		if j := e.inflight(keys[i]); j != nil && e.takeBack(j.skey) && e.compileJob(j, false) != nil {
 			return false, nil // one program for the run: its compile reports the error
 		}
 	}
 	progs := make([]*program, len(r.steps))
 	for i, st := range r.steps {
-		if e.awaitProgram(st.key) != nil {
+		if plain[i] { // a value it would take over is still needed
+			k, err := st.plain()
+			if err != nil {
+				return false, nil
+			}
+			keys[i], r.steps[i].args, r.steps[i].outs = k, st.plainArgs, st.plainOuts
+		}
+		if e.awaitProgram(keys[i]) != nil {
 			return false, nil
 		}
-		x, ok := e.cache.Get(st.key)
+		x, ok := e.cache.Get(keys[i])
 		if !ok {
 			return false, nil
 		}
@@ -213,9 +249,12 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 			}
 		}
 		var done []*pjrt.Buffer
-		l := launch{key: st.key, ops: 1, device: e.dev.cur, donated: progs[i].donated}
+		l := launch{key: keys[i], ops: 1, device: e.dev.cur, donated: progs[i].donated}
 		ev, err := e.execute(l, progs[i].exe, bufs, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
 			for k, v := range st.outs {
+				if temp[v] { // an op that returns a value it read: its first buffer goes
+					done = append(done, made[v])
+				}
 				made[v], temp[v] = rs[k], !final[v]
 			}
 			for _, a := range st.args {
@@ -252,33 +291,54 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 
 // stepsHold reports whether steps can compute outs op by op from g's
 // parameters: every value a step reads is a parameter or a value an earlier
-// step made, and no step reads, and no output is, a value an earlier step may
-// have donated; every output is a value some step makes, once.
-func stepsHold(g *graph, steps []runStep, outs []*hlo.Value) bool {
+// step made, and every output is a value some step makes, once. A step that
+// would donate a value read after it, or an output, must launch its program
+// donating nothing: plain reports those steps; ok is false when such a step
+// has no such program.
+func stepsHold(g *graph, steps []runStep, outs []*hlo.Value) (plain []bool, ok bool) {
+	final := map[*hlo.Value]bool{}
+	for _, v := range outs {
+		if final[v] {
+			return nil, false
+		}
+		final[v] = true
+	}
+	lastUse := map[*hlo.Value]int{}
+	for i, st := range steps {
+		for _, a := range st.args {
+			if a.v != nil {
+				lastUse[a.v] = i
+			}
+		}
+	}
 	have := map[*hlo.Value]bool{}
 	for _, v := range g.paramOf {
 		have[v] = true
 	}
 	made := map[*hlo.Value]bool{}
-	for _, st := range steps {
+	plain = make([]bool, len(steps))
+	for i, st := range steps {
 		for _, a := range st.args {
 			if a.v != nil && !have[a.v] {
-				return false
+				return nil, false
 			}
 		}
 		for _, v := range st.donates {
-			delete(have, v)
+			if final[v] || lastUse[v] > i {
+				if st.plain == nil {
+					return nil, false
+				}
+				plain[i] = true
+			}
 		}
 		for _, v := range st.outs {
 			have[v], made[v] = true, true
 		}
 	}
-	seen := map[*hlo.Value]bool{}
 	for _, v := range outs {
-		if !made[v] || !have[v] || seen[v] {
-			return false
+		if !made[v] {
+			return nil, false
 		}
-		seen[v] = true
 	}
-	return true
+	return plain, true
 }

@@ -137,6 +137,47 @@ func TestColdRunInPlaceWrites(t *testing.T) {
 	}
 }
 
+// TestColdRunKeepsAValueTwoStoragesHold checks a run in which an op's value
+// is held by two storages and one of them is then written in place: y = x + x;
+// z = y.clone(); y *= x. The write's step must not take over the buffer z
+// keeps, so it runs its program donating nothing: z = 2i, y = 2i².
+func TestColdRunKeepsAValueTwoStoragesHold(t *testing.T) {
+	e := newTestEngine(t, ModeStrict)
+	e.noColdRuns = false
+	shape := []int64{2, 5}
+	addr, vals := storageOf(t, e, shape)
+	x := &TensorDesc{Addr: addr, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}
+	desc := func(outs []OutTensor, err error) *TensorDesc {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &TensorDesc{Addr: outs[0].Addr, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}
+	}
+	one := dispatch.Arg{Kind: dispatch.ArgScalarInt, Int: 1}
+	y := desc(e.Op("aten::add.Tensor", []dispatch.Arg{tensorArg(x), tensorArg(x), one}))
+	z := desc(e.Op("aten::clone", []dispatch.Arg{tensorArg(y), {Kind: dispatch.ArgNone}}))
+	if _, err := e.Op("aten::mul_.Tensor", []dispatch.Arg{tensorArg(y), tensorArg(x)}); err != nil {
+		t.Fatal(err)
+	}
+	yb, zb := make([]byte, 4*numel(shape)), make([]byte, 4*numel(shape))
+	if err := e.ToHost(y, yb); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ToHost(z, zb); err != nil {
+		t.Fatal(err)
+	}
+	var wy, wz []float32
+	for _, v := range vals {
+		wy, wz = append(wy, 2*v*v), append(wz, 2*v)
+	}
+	sameValues(t, "y", f32s(yb), wy)
+	sameValues(t, "z", f32s(zb), wz)
+	if e.m.ColdRuns != 1 || e.m.ColdRunSteps != 3 {
+		t.Fatalf("runs %d, steps %d; want 1, 3", e.m.ColdRuns, e.m.ColdRunSteps)
+	}
+}
+
 // TestColdRunEndsBeforeAHostWrite checks a write from the host into part of
 // a storage that a cold run reads: the run launches op by op first, and the
 // values are the ones of the ops in order: y = x + x; x[1] = 100, 101, 102;

@@ -122,7 +122,8 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 	if m.mode != planNone {
 		if outs, p, ok, err := e.replay(m, args); ok {
 			if err == nil && m.mode == planFused {
-				e.noteStep(e.soloPlan(op, m, args, p, true), m, p, args, outs)
+				sp, plain := e.soloPlan(op, m, args, p, true)
+				e.noteStep(sp, plain, m, p, args, outs)
 				if s != nil {
 					e.noteTapeOp(s, p, args, outs, n0)
 				}
@@ -156,7 +157,8 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 			e.noteRanges(p, args, outs)
 		}
 		if m.mode == planFused {
-			e.noteStep(e.soloPlan(op, m, args, p, len(c.Pads) == 0), m, p, args, outs)
+			sp, plain := e.soloPlan(op, m, args, p, len(c.Pads) == 0)
+			e.noteStep(sp, plain, m, p, args, outs)
 		}
 		if len(c.Pads) > 0 {
 			p = nil
