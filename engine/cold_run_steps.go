@@ -122,14 +122,9 @@ func (e *Engine) bindStep(q *plan, inputs map[[2]int]*hlo.Value, seeds map[int]*
 		}
 	}
 	for _, w := range q.writes {
-		var s *Storage
-		if w.result >= 0 {
-			s = e.storages[outs[w.result].Addr]
-		} else {
-			s = e.argStorage(args, w.arg, w.idx)
-			if v := inputs[[2]int{w.arg, w.idx}]; v != nil {
-				donates = append(donates, v)
-			}
+		s := e.writeTarget(args, outs, w)
+		if v := inputs[[2]int{w.arg, w.idx}]; w.result < 0 && v != nil {
+			donates = append(donates, v)
 		}
 		if s == nil || s.pending == nil {
 			return nil, nil, nil, false
@@ -191,34 +186,9 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 	if !ok {
 		return false, nil
 	}
-	keys := make([]string, len(r.steps))
-	for i, st := range r.steps {
-		keys[i] = st.key
-	}
-	// The workers take jobs from the front of the queue; this thread compiles
-	// from its back the jobs none has started, then waits for the rest.
-	for i := len(r.steps) - 1; i >= 0; i-- {
-		if j := e.inflight(keys[i]); j != nil && e.takeBack(j.skey) && e.compileJob(j, false) != nil {
-			return false, nil // one program for the run: its compile reports the error
-		}
-	}
-	progs := make([]*program, len(r.steps))
-	for i, st := range r.steps {
-		if plain[i] { // a value it would take over is still needed
-			k, err := st.plain()
-			if err != nil {
-				return false, nil
-			}
-			keys[i], r.steps[i].args, r.steps[i].outs = k, st.plainArgs, st.plainOuts
-		}
-		if e.awaitProgram(keys[i]) != nil {
-			return false, nil
-		}
-		x, ok := e.cache.Get(keys[i])
-		if !ok {
-			return false, nil
-		}
-		progs[i] = x.(*program)
+	progs, ok := e.stepPrograms(r, plain)
+	if !ok {
+		return false, nil
 	}
 	made := map[*hlo.Value]*pjrt.Buffer{}
 	for b, v := range g.paramOf {
@@ -249,7 +219,7 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 			}
 		}
 		var done []*pjrt.Buffer
-		l := launch{key: keys[i], ops: 1, device: e.dev.cur, donated: progs[i].donated}
+		l := launch{key: st.key, ops: 1, device: e.dev.cur, donated: progs[i].donated}
 		ev, err := e.execute(l, progs[i].exe, bufs, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
 			for k, v := range st.outs {
 				if temp[v] { // an op that returns a value it read: its first buffer goes
@@ -287,6 +257,40 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 	e.track(last, replaced)
 	e.m.ColdRunSteps += int64(len(r.steps))
 	return true, nil
+}
+
+// stepPrograms returns the program of each of r's steps, once compiled: this
+// thread compiles, from the back of the queue, the jobs no worker has
+// started (the workers take them from the front) and waits for the rest. A
+// step marked plain gets its program donating nothing, and that program's
+// bindings. ok is false when a program cannot be had: the run is then one
+// program, whose compile reports the error.
+func (e *Engine) stepPrograms(r *coldRun, plain []bool) (progs []*program, ok bool) {
+	for i := len(r.steps) - 1; i >= 0; i-- {
+		if j := e.inflight(r.steps[i].key); j != nil && e.takeBack(j.skey) && e.compileJob(j, false) != nil {
+			return nil, false
+		}
+	}
+	progs = make([]*program, len(r.steps))
+	for i, st := range r.steps {
+		if plain[i] { // a value it would take over is still needed
+			k, err := st.plain()
+			if err != nil {
+				return nil, false
+			}
+			st.key, st.args, st.outs = k, st.plainArgs, st.plainOuts
+			r.steps[i] = st
+		}
+		if e.awaitProgram(st.key) != nil {
+			return nil, false
+		}
+		x, found := e.cache.Get(st.key)
+		if !found {
+			return nil, false
+		}
+		progs[i] = x.(*program)
+	}
+	return progs, true
 }
 
 // stepsHold reports whether steps can compute outs op by op from g's

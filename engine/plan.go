@@ -69,16 +69,20 @@ func (p *plan) rangeOf(i int) *intRange {
 	return &r
 }
 
+// writeTarget returns the storage write w of an op on args gave a value:
+// its new result's (outs) or its argument's.
+func (e *Engine) writeTarget(args []dispatch.Arg, outs []OutTensor, w planWrite) *Storage {
+	if w.result >= 0 {
+		return e.storages[outs[w.result].Addr]
+	}
+	return e.argStorage(args, w.arg, w.idx)
+}
+
 // noteRanges records in p the value ranges the rule just gave p's writes
 // (keepRanges), so that replays give them too.
 func (e *Engine) noteRanges(p *plan, args []dispatch.Arg, outs []OutTensor) {
 	for i, w := range p.writes {
-		var st *Storage
-		if w.result >= 0 {
-			st = e.storages[outs[w.result].Addr]
-		} else {
-			st = e.argStorage(args, w.arg, w.idx)
-		}
+		st := e.writeTarget(args, outs, w)
 		if st == nil || st.known == nil {
 			continue
 		}
