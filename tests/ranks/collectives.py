@@ -153,6 +153,28 @@ def check_staging_reused(rank, world, dev):
     assert t["staging_reused"] >= 5 and t["staging_made"] <= 1, t
 
 
+def check_call_does_not_wait_for_peers(rank, world, dev):
+    """An async all_reduce returns at once on a rank whose peers call it later (the agreement and the
+    gloo collective wait on the group's issuer thread), and its wait() gives the reduced values."""
+    import time
+
+    late = 2.0
+    x = values(rank, torch.float32).to(dev)
+    x.cpu()  # on the device, so the call copies nothing that is still being computed
+    if rank != 0:
+        time.sleep(late)
+    t0 = time.perf_counter()
+    work = dist.all_reduce(x, async_op=True)
+    called = time.perf_counter() - t0
+    work.wait()
+    waited = time.perf_counter() - t0
+    same(x, sum(values(r, torch.float32) for r in range(world)))
+    if rank == 0:
+        assert called < late / 2, f"the call waited {called:.2f}s for the late rank"
+        assert waited > late / 2, f"wait() returned after {waited:.2f}s, before the late rank called"
+    print(f"rank {rank}: the call returned after {called:.3f}s, wait() after {waited:.3f}s", flush=True)
+
+
 def main():
     dist.init_process_group()
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -164,6 +186,8 @@ def main():
         print(f"rank {rank}: collectives ok for {dtype}", flush=True)
     check_staging_reused(rank, world, dev)
     print(f"rank {rank}: staging buffers reused", flush=True)
+    check_call_does_not_wait_for_peers(rank, world, dev)
+    print(f"rank {rank}: calls do not wait for peers", flush=True)
     dist.barrier()
     objs = [None] * world
     dist.all_gather_object(objs, {"rank": rank})

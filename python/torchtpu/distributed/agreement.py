@@ -3,11 +3,13 @@
 gloo matches the ranks' messages by issue order alone: ranks that call different collectives
 (an all_reduce against a broadcast), name different roots or pass buffers of different sizes hang
 until the group's timeout, return without a word, or overwrite each other's data. So every group
-collective first all-reduces (MAX) a small signature of the call, and its negation: the two
-agree only when every rank's signature is the same. The signature holds the collective's kind,
+collective first all-gathers a small signature of the call (one exchange, where an all-reduce
+takes two): the ranks agree when every rank's signature is the same. The signature holds the collective's kind,
 its root, its reduce op, whether this rank could read its inputs, and the count, ranks, dtypes and
 shapes of the tensors whose shapes must match; where they do not agree, every rank raises, naming
-what differs.
+what differs. The signature is made on the calling thread; the group's issuer thread (waiter.py)
+settles it and starts the data collective only where it holds, so the caller never waits for the
+other ranks to reach the same call.
 """
 
 import hashlib
@@ -60,42 +62,47 @@ def _name(code):
     return KINDS[code] if 0 <= code < len(KINDS) else f"collective #{code}"
 
 
-def agree(gloo, rank, what, tensors, root=None, op=None, failure=None):
-    """Raise on every rank of gloo's group unless all of them called `what` with the same root,
-    reduce op, tensor shapes and dtypes, and none had a failure (an exception raised while reading
-    its inputs). Errors name the collective (`tpu_gloo <what>: ...`); the rank that failed raises
-    its own exception."""
-    sig = signature(what, tensors, root, op, failed_rank=-1 if failure is None else rank)
-    both = torch.tensor(sig + [-v for v in sig], dtype=torch.int64)
-    o = _c10d.AllreduceOptions()
-    o.reduceOp = dist.ReduceOp.MAX
-    try:
-        gloo.allreduce([both], o).wait()
-    except RuntimeError as e:
-        raise RuntimeError(f"tpu_gloo {what} failed: {e}") from e
-    high, low = both[:_LEN].tolist(), [-v for v in both[_LEN:].tolist()]
-    if failure is not None:
-        raise failure
-    if high[5] >= 0:
+class Agreement:
+    """The signature of one rank's call to `what`, made where the call is issued; settle() checks it
+    against the other ranks'. failed says that this rank could not read its inputs (it raises its own
+    exception at the call and still owes its peers the agreement)."""
+
+    def __init__(self, gloo, rank, what, tensors, root=None, op=None, failed=False):
+        self.gloo, self.rank, self.what = gloo, rank, what
+        self.sig = signature(what, tensors, root, op, failed_rank=rank if failed else -1)
+        self.shapes = ", ".join(f"{list(t.shape)} {t.dtype}" for t in tensors)
+
+    def settle(self):
+        """Raise unless every rank of the group signed the same call and none failed to read its
+        inputs; errors name the collective (`tpu_gloo <what>: ...`)."""
+        what, sig, rank = self.what, self.sig, self.rank
+        mine = torch.tensor(sig, dtype=torch.int64)
+        every = torch.empty(self.gloo.size() * _LEN, dtype=torch.int64)
+        try:
+            self.gloo._allgather_base(every, mine, _c10d.AllgatherOptions()).wait()
+        except RuntimeError as e:
+            raise RuntimeError(f"tpu_gloo {what} failed: {e}") from e
+        every = every.view(-1, _LEN)
+        high, low = every.amax(0).tolist(), every.amin(0).tolist()
+        if high[5] >= 0:
+            raise RuntimeError(
+                f"tpu_gloo {what}: rank {high[5]} could not read its input tensors (its own error says why), so "
+                f"no rank ran the collective")
+        if high == low:
+            return
+        if high[0] != low[0]:
+            raise RuntimeError(
+                f"tpu_gloo {what}: the ranks called different collectives ({_name(low[0])} and {_name(high[0])} "
+                f"at the same point; rank {rank} called {what}): every rank must issue the same collectives "
+                f"in the same order")
+        if high[1] != low[1]:
+            raise RuntimeError(
+                f"tpu_gloo {what}: the ranks named different roots ({low[1]} and {high[1]}; rank {rank} "
+                f"named {sig[1]})")
+        if high[2] != low[2]:
+            raise RuntimeError(
+                f"tpu_gloo {what}: the ranks passed different reduce ops ({_op_name(low[2])} and "
+                f"{_op_name(high[2])}; rank {rank} passed {_op_name(sig[2])})")
         raise RuntimeError(
-            f"tpu_gloo {what}: rank {high[5]} could not read its input tensors (its own error says why), so no "
-            f"rank ran the collective")
-    if high == low:
-        return
-    if high[0] != low[0]:
-        raise RuntimeError(
-            f"tpu_gloo {what}: the ranks called different collectives ({_name(low[0])} and {_name(high[0])} "
-            f"at the same point; rank {rank} called {what}): every rank must issue the same collectives "
-            f"in the same order")
-    if high[1] != low[1]:
-        raise RuntimeError(
-            f"tpu_gloo {what}: the ranks named different roots ({low[1]} and {high[1]}; rank {rank} "
-            f"named {sig[1]})")
-    if high[2] != low[2]:
-        raise RuntimeError(
-            f"tpu_gloo {what}: the ranks passed different reduce ops ({_op_name(low[2])} and {_op_name(high[2])}; "
-            f"rank {rank} passed {_op_name(sig[2])})")
-    shapes = ", ".join(f"{list(t.shape)} {t.dtype}" for t in tensors)
-    raise RuntimeError(
-        f"tpu_gloo {what}: the ranks passed tensors of different shapes or dtypes "
-        f"(rank {rank} passed {shapes})")
+            f"tpu_gloo {what}: the ranks passed tensors of different shapes or dtypes "
+            f"(rank {rank} passed {self.shapes})")

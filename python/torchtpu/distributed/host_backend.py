@@ -16,7 +16,7 @@ from torch._C import _distributed_c10d as _c10d
 from torch._C._distributed_c10d import Backend as _C10dBackend
 from torch.futures import Future
 
-from .agreement import agree
+from .agreement import Agreement
 from .staging import StagingPool
 from .waiter import Waiter, settled
 from .work import RaisingWork
@@ -128,34 +128,34 @@ class HostStagedBackend(_C10dBackend):
             return dist.ReduceOp.SUM, None
         return op, None
 
-    def _launch(self, what, start, plan):
-        """Run start() (a gloo Work) and return a Work whose future completes after plan.finish().
+    def _launch(self, what, start, plan, agreement=None):
+        """Queue start() (a gloo Work) behind agreement and return a Work whose future completes
+        after plan.finish().
 
-        The waiter thread waits on each gloo Work in issue order (its wait raises when the
-        collective failed) and completes the future with the result or the error."""
-        try:
-            work = start()
-        except RuntimeError as e:
-            raise RuntimeError(f"tpu_gloo {what}: {e}") from e
+        The issuer thread settles the agreement, then starts the gloo collective; the waiter thread
+        waits on each gloo Work in issue order (its wait raises when the collective failed) and
+        completes the future with the result or the error (waiter.py)."""
         outcome = Future()
         fut = settled(outcome)
-        self._waiter.put(what, work, plan, outcome)
+        self._waiter.put(what, agreement, start, plan, outcome)
         return RaisingWork(fut, what, outcome)
 
     def _agree(self, what, tensors, root=None, op=None, prepare=None):
-        """Agree on the call with the other ranks and return prepare()'s host copies.
+        """prepare()'s host copies and the call's agreement with the other ranks, for _launch.
 
-        prepare runs first: a rank where it raises (its inputs could not be read) says so in the
-        agreement, and every rank raises before any of them starts the data collective, which
-        would otherwise pair with this rank's next call."""
-        failure, prepared = None, None
+        prepare runs first: a rank where it raises (its inputs could not be read) queues an
+        agreement that says so and raises; every other rank's collective then fails at its
+        agreement, before any of them starts the data collective, which would otherwise pair with
+        this rank's next call."""
+        prepared = None
         if prepare is not None:
             try:
                 prepared = prepare()
-            except Exception as e:  # noqa: BLE001 - every failure must reach the other ranks
-                failure = e
-        agree(self._gloo, self.rank(), what, tensors, root=root, op=op, failure=failure)
-        return prepared
+            except Exception:  # noqa: BLE001 - every failure must reach the other ranks
+                failed = Agreement(self._gloo, self.rank(), what, tensors, root=root, op=op, failed=True)
+                self._waiter.put(what, failed, None, None, None)
+                raise
+        return prepared, Agreement(self._gloo, self.rank(), what, tensors, root=root, op=op)
 
     @staticmethod
     def _chain(works, result, what):
@@ -168,59 +168,60 @@ class HostStagedBackend(_C10dBackend):
     def allreduce(self, tensors, opts):
         held = []
         _count(tensors)
-        hosts = self._agree("allreduce", tensors, op=opts.reduceOp,
-                            prepare=lambda: [self._host(t, held) for t in tensors])
+        hosts, agreed = self._agree("allreduce", tensors, op=opts.reduceOp,
+                                    prepare=lambda: [self._host(t, held) for t in tensors])
         op, div = self._op(opts.reduceOp, hosts, "allreduce")
         o = _c10d.AllreduceOptions()
         o.reduceOp = op
         return self._launch("allreduce", lambda: self._gloo.allreduce(hosts, o),
-                            self._plan(held, list(zip(tensors, hosts)), tensors, div))
+                            self._plan(held, list(zip(tensors, hosts)), tensors, div), agreed)
 
     def allreduce_coalesced(self, tensors, opts):
         held = []
         _count(tensors)
-        hosts = self._agree("allreduce_coalesced", tensors, op=opts.reduceOp,
-                            prepare=lambda: [self._host(t, held) for t in tensors])
+        hosts, agreed = self._agree("allreduce_coalesced", tensors, op=opts.reduceOp,
+                                    prepare=lambda: [self._host(t, held) for t in tensors])
         op, div = self._op(opts.reduceOp, hosts, "allreduce_coalesced")
         o = _c10d.AllreduceCoalescedOptions()
         o.reduceOp = op
         return self._launch("allreduce_coalesced", lambda: self._gloo.allreduce_coalesced(hosts, o),
-                            self._plan(held, list(zip(tensors, hosts)), tensors, div))
+                            self._plan(held, list(zip(tensors, hosts)), tensors, div), agreed)
 
     def reduce(self, tensors, opts):
         held = []
         _count(tensors)
-        hosts = self._agree("reduce", tensors, root=opts.rootRank, op=opts.reduceOp,
-                            prepare=lambda: [self._host(t, held) for t in tensors])
+        hosts, agreed = self._agree("reduce", tensors, root=opts.rootRank, op=opts.reduceOp,
+                                    prepare=lambda: [self._host(t, held) for t in tensors])
         op, div = self._op(opts.reduceOp, hosts, "reduce")
         o = _c10d.ReduceOptions()
         o.reduceOp, o.rootRank, o.rootTensor = op, opts.rootRank, opts.rootTensor
         pairs = list(zip(tensors, hosts)) if self.rank() == opts.rootRank else []
-        return self._launch("reduce", lambda: self._gloo.reduce(hosts, o), self._plan(held, pairs, tensors, div))
+        return self._launch("reduce", lambda: self._gloo.reduce(hosts, o), self._plan(held, pairs, tensors, div),
+                            agreed)
 
     def reduce_scatter(self, outputs, input_lists, opts):
         held = []
         _count([t for ts in input_lists for t in ts])
-        hosts_in = self._agree("reduce_scatter", list(outputs), op=opts.reduceOp,
-                               prepare=lambda: [[self._host(t, held) for t in ts] for ts in input_lists])
+        hosts_in, agreed = self._agree("reduce_scatter", list(outputs), op=opts.reduceOp,
+                                       prepare=lambda: [[self._host(t, held) for t in ts] for ts in input_lists])
         hosts_out = [self._staging(t, held) for t in outputs]
         op, div = self._op(opts.reduceOp, [h for hs in hosts_in for h in hs], "reduce_scatter")
         o = _c10d.ReduceScatterOptions()
         o.reduceOp = op
         return self._launch("reduce_scatter", lambda: self._gloo.reduce_scatter(hosts_out, hosts_in, o),
-                            self._plan(held, list(zip(outputs, hosts_out)), outputs, div))
+                            self._plan(held, list(zip(outputs, hosts_out)), outputs, div), agreed)
 
     def reduce_scatter_single(self, output, input, opts):
         held = []
         _count([input])
-        host_in = self._agree("reduce_scatter_tensor", [output, input], op=opts.reduceOp,
-                              prepare=lambda: self._host(input, held))
+        host_in, agreed = self._agree("reduce_scatter_tensor", [output, input], op=opts.reduceOp,
+                                      prepare=lambda: self._host(input, held))
         host_out = self._staging(output, held)
         op, div = self._op(opts.reduceOp, [host_in], "reduce_scatter_tensor")
         o = _c10d.ReduceScatterOptions()
         o.reduceOp = op
         return self._launch("reduce_scatter_tensor", lambda: self._gloo._reduce_scatter_base(host_out, host_in, o),
-                            self._plan(held, [(output, host_out)], output, div))
+                            self._plan(held, [(output, host_out)], output, div), agreed)
 
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts):
         works = [self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs)]
@@ -232,21 +233,24 @@ class HostStagedBackend(_C10dBackend):
         held = []
         _count(tensors)
         root = self.rank() == opts.rootRank
-        hosts = self._agree("broadcast", tensors, root=opts.rootRank,
-                            prepare=lambda: [self._host(t, held) if root else self._staging(t, held) for t in tensors])
+        hosts, agreed = self._agree(
+            "broadcast", tensors, root=opts.rootRank,
+            prepare=lambda: [self._host(t, held) if root else self._staging(t, held) for t in tensors])
         o = _c10d.BroadcastOptions()
         o.rootRank, o.rootTensor = opts.rootRank, opts.rootTensor
         pairs = list(zip(tensors, hosts)) if self.rank() != opts.rootRank else []
-        return self._launch("broadcast", lambda: self._gloo.broadcast(hosts, o), self._plan(held, pairs, tensors))
+        return self._launch("broadcast", lambda: self._gloo.broadcast(hosts, o), self._plan(held, pairs, tensors),
+                            agreed)
 
     def allgather(self, output_lists, inputs, opts):
         held = []
         _count(inputs)
-        hosts_in = self._agree("allgather", list(inputs), prepare=lambda: [self._host(t, held) for t in inputs])
+        hosts_in, agreed = self._agree("allgather", list(inputs),
+                                       prepare=lambda: [self._host(t, held) for t in inputs])
         hosts_out = [[self._staging(t, held) for t in ts] for ts in output_lists]
         pairs = [(d, h) for ds, hs in zip(output_lists, hosts_out) for d, h in zip(ds, hs)]
         return self._launch("allgather", lambda: self._gloo.allgather(hosts_out, hosts_in, _c10d.AllgatherOptions()),
-                            self._plan(held, pairs, output_lists))
+                            self._plan(held, pairs, output_lists), agreed)
 
     def allgather_coalesced(self, output_lists, inputs, opts):
         works = [self.allgather([outs], [i], opts) for outs, i in zip(output_lists, inputs)]
@@ -255,11 +259,12 @@ class HostStagedBackend(_C10dBackend):
     def all_gather_single(self, output, input, opts):
         held = []
         _count([input])
-        host_in = self._agree("all_gather_into_tensor", [output, input], prepare=lambda: self._host(input, held))
+        host_in, agreed = self._agree("all_gather_into_tensor", [output, input],
+                                      prepare=lambda: self._host(input, held))
         host_out = self._staging(output, held)
         return self._launch("all_gather_into_tensor",
                             lambda: self._gloo._allgather_base(host_out, host_in, _c10d.AllgatherOptions()),
-                            self._plan(held, [(output, host_out)], output))
+                            self._plan(held, [(output, host_out)], output), agreed)
 
     def all_gather_single_coalesced(self, outputs, inputs, opts):
         works = [self.all_gather_single(o, i, opts) for o, i in zip(outputs, inputs)]
@@ -268,44 +273,45 @@ class HostStagedBackend(_C10dBackend):
     def gather(self, output_lists, inputs, opts):
         held = []
         _count(inputs)
-        hosts_in = self._agree("gather", list(inputs), root=opts.rootRank,
-                               prepare=lambda: [self._host(t, held) for t in inputs])
+        hosts_in, agreed = self._agree("gather", list(inputs), root=opts.rootRank,
+                                       prepare=lambda: [self._host(t, held) for t in inputs])
         hosts_out = [[self._staging(t, held) for t in ts] for ts in output_lists]
         o = _c10d.GatherOptions()
         o.rootRank = opts.rootRank
         pairs = [(d, h) for ds, hs in zip(output_lists, hosts_out) for d, h in zip(ds, hs)]
         return self._launch("gather", lambda: self._gloo.gather(hosts_out, hosts_in, o),
-                            self._plan(held, pairs, output_lists))
+                            self._plan(held, pairs, output_lists), agreed)
 
     def scatter(self, outputs, input_lists, opts):
         held = []
         _count([t for ts in input_lists for t in ts])
-        hosts_in = self._agree("scatter", list(outputs), root=opts.rootRank,
-                               prepare=lambda: [[self._host(t, held) for t in ts] for ts in input_lists])
+        hosts_in, agreed = self._agree("scatter", list(outputs), root=opts.rootRank,
+                                       prepare=lambda: [[self._host(t, held) for t in ts] for ts in input_lists])
         hosts_out = [self._staging(t, held) for t in outputs]
         o = _c10d.ScatterOptions()
         o.rootRank = opts.rootRank
         return self._launch("scatter", lambda: self._gloo.scatter(hosts_out, hosts_in, o),
-                            self._plan(held, list(zip(outputs, hosts_out)), outputs))
+                            self._plan(held, list(zip(outputs, hosts_out)), outputs), agreed)
 
     def all_to_all_single(self, output, input, output_splits, input_splits, opts):
         held = []
         _count([input])
         # The splits may differ between ranks: only the kind and dtype must agree.
-        host_in = self._agree("all_to_all_single", [_dtype_only(input)], prepare=lambda: self._host(input, held))
+        host_in, agreed = self._agree("all_to_all_single", [_dtype_only(input)],
+                                      prepare=lambda: self._host(input, held))
         host_out = self._staging(output, held)
         return self._launch(
             "all_to_all_single",
             lambda: self._gloo.alltoall_base(host_out, host_in, output_splits, input_splits, _c10d.AllToAllOptions()),
-            self._plan(held, [(output, host_out)], output))
+            self._plan(held, [(output, host_out)], output), agreed)
 
     def alltoall(self, outputs, inputs, opts):
         """The list form as one all_to_all_single over the flattened tensors."""
         _count(inputs)
         if len({t.dtype for t in list(outputs) + list(inputs)}) > 1:
             raise ValueError("tpu_gloo all_to_all: every input and output tensor must have the same dtype")
-        host_in = self._agree("all_to_all", [_dtype_only(inputs[0])],
-                              prepare=lambda: torch.cat([t.detach().to("cpu").reshape(-1) for t in inputs]))
+        host_in, agreed = self._agree("all_to_all", [_dtype_only(inputs[0])],
+                                      prepare=lambda: torch.cat([t.detach().to("cpu").reshape(-1) for t in inputs]))
         host_out = torch.empty(sum(t.numel() for t in outputs), dtype=outputs[0].dtype)
         in_splits = [t.numel() for t in inputs]
         out_splits = [t.numel() for t in outputs]
@@ -313,11 +319,11 @@ class HostStagedBackend(_C10dBackend):
         return self._launch(
             "all_to_all",
             lambda: self._gloo.alltoall_base(host_out, host_in, out_splits, in_splits, _c10d.AllToAllOptions()),
-            _Plan(list(zip(outputs, pieces)), outputs))
+            _Plan(list(zip(outputs, pieces)), outputs), agreed)
 
     def barrier(self, opts):
-        self._agree("barrier", [])
-        return self._launch("barrier", lambda: self._gloo.barrier(_c10d.BarrierOptions()), _Plan([], []))
+        _, agreed = self._agree("barrier", [])
+        return self._launch("barrier", lambda: self._gloo.barrier(_c10d.BarrierOptions()), _Plan([], []), agreed)
 
     def send(self, tensors, dst, tag):
         held = []

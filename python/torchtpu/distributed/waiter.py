@@ -1,17 +1,21 @@
-"""Waiter: the thread that completes a tpu_gloo group's futures, in issue order.
+"""Waiter: the threads that issue a tpu_gloo group's collectives and complete their futures, in issue order.
 
-gloo's own futures do not wait for the copy back to the device, so one thread per group waits on
-each gloo Work (which raises when the collective failed), runs the plan that copies the host
-results into the tpu outputs, and completes the collective's future with the result or the error.
+A collective's call copies its inputs to the host and queues it. The issuer thread takes the queue in
+order: it settles the call's agreement with the other ranks (agreement.py), which waits for them to
+reach the same call, and only then starts the gloo collective, so every rank starts its gloo calls
+in one order from one thread and the calling thread goes on meanwhile (DDP's backward records the
+next bucket while the last one is agreed). gloo's own futures do not wait for the copy back to the
+device, so the waiter thread waits on each started gloo Work (which raises when the collective
+failed), runs the plan that copies the host results into the tpu outputs, and completes the
+collective's future with the result or the error.
 
-The thread must be gone before the interpreter finalizes. Completing a future releases the GIL,
+The threads must be gone before the interpreter finalizes. Completing a future releases the GIL,
 wakes whoever waits on it and takes the GIL back; if the woken main thread has begun to finalize
 meanwhile, taking the GIL ends the thread by unwinding it through a C++ destructor, which
-terminates the process ("terminate called without an active exception"). So the thread stops
-when its group shuts down (destroy_process_group) or, failing that, at exit, and whoever stops it
-waits until it has ended.
+terminates the process ("terminate called without an active exception"). So the threads stop
+when their group shuts down (destroy_process_group) or, failing that, at exit, and whoever stops
+them waits until they have ended.
 """
-
 import atexit
 import queue
 import threading
@@ -34,11 +38,13 @@ def _stop_all():
 
 
 class Waiter:
-    """One group's waiter thread; put() queues a launched collective, stop() ends the thread."""
+    """One group's issuer and waiter threads; put() queues a collective, stop() ends the threads."""
 
     def __init__(self, name):
         global _hooked
-        self._queue = queue.SimpleQueue()
+        self._issue = queue.SimpleQueue()
+        self._started = queue.SimpleQueue()
+        self._issuer = threading.Thread(target=self._issue_loop, name=name + "-issuer", daemon=True)
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         with _lock:
             if not _hooked:
@@ -47,34 +53,63 @@ class Waiter:
                 atexit.register(_stop_all)
                 _hooked = True
             _running.add(self)
+        self._issuer.start()
         self._thread.start()
 
-    def put(self, what, work, plan, outcome):
-        """Queue gloo's work for a collective; outcome (see settled) completes with
-        (True, plan.finish()) or (False, the error)."""
-        self._queue.put((what, work, plan, outcome))
+    def put(self, what, agreement, start, plan, outcome):
+        """Queue a collective: the issuer settles agreement (None: none to settle), then calls start()
+        for its gloo Work; outcome (see settled) completes with (True, plan.finish()) or (False, the
+        error). start None queues the agreement alone: one a rank owes its peers for a call it
+        could not issue."""
+        self._issue.put((what, agreement, start, plan, outcome))
 
     def stop(self):
-        """End the thread once it has completed every queued collective (waiting at most
+        """End the threads once they have completed every queued collective (waiting at most
         STOP_WAIT_S for one still in flight). Idempotent."""
         with _lock:
             if self not in _running:
                 return
             _running.discard(self)
-        self._queue.put(_STOP)
-        if threading.current_thread() is not self._thread:
-            self._thread.join(STOP_WAIT_S)
+        self._issue.put(_STOP)
+        me = threading.current_thread()
+        for t in (self._issuer, self._thread):
+            if me is not t:
+                t.join(STOP_WAIT_S)
+
+    def _issue_loop(self):
+        while True:
+            item = self._issue.get()
+            if item is _STOP:
+                self._started.put(_STOP)
+                return
+            what, agreement, start, plan, outcome = item
+            del item
+            try:
+                if agreement is not None:
+                    agreement.settle()
+                if start is None:
+                    continue
+                try:
+                    work = start()
+                except RuntimeError as e:
+                    raise RuntimeError(f"tpu_gloo {what}: {e}") from e
+            except Exception as e:  # a peer died or disagreed, or gloo refused the call
+                if outcome is not None:
+                    outcome.set_result((False, e))
+                continue
+            self._started.put((what, work, plan, outcome))
+            del work
 
     def _loop(self):
         while True:
-            item = self._queue.get()
+            item = self._started.get()
             if item is _STOP:
                 return
             what, work, plan, outcome = item
             del item
             try:
                 work.wait()
-            except Exception as e:  # a peer died, the group timed out or disagreed
+            except Exception as e:  # a peer died or the group timed out
                 outcome.set_result((False, RuntimeError(f"tpu_gloo {what} failed: {e}")))
                 continue
             finally:
@@ -82,7 +117,8 @@ class Waiter:
             try:
                 result = plan.finish()
             except Exception as e:
-                outcome.set_result((False, RuntimeError(f"tpu_gloo {what}: copying the result to the device failed: {e}")))
+                error = RuntimeError(f"tpu_gloo {what}: copying the result to the device failed: {e}")
+                outcome.set_result((False, error))
                 continue
             outcome.set_result((True, result))
 
