@@ -19,6 +19,7 @@ them waits until they have ended.
 import atexit
 import queue
 import threading
+import time
 
 _STOP = None
 
@@ -65,16 +66,20 @@ class Waiter:
 
     def stop(self):
         """End the threads once they have completed every queued collective (waiting at most
-        STOP_WAIT_S for one still in flight). Idempotent."""
+        STOP_WAIT_S in all for those still in flight). Idempotent."""
         with _lock:
             if self not in _running:
                 return
             _running.discard(self)
         self._issue.put(_STOP)
         me = threading.current_thread()
-        for t in (self._issuer, self._thread):
-            if me is not t:
-                t.join(STOP_WAIT_S)
+        deadline = time.monotonic() + STOP_WAIT_S
+        if me is not self._issuer:
+            self._issuer.join(STOP_WAIT_S)
+            if self._issuer.is_alive():  # stuck in an agreement: it cannot pass the stop on
+                self._started.put(_STOP)
+        if me is not self._thread:
+            self._thread.join(max(0.0, deadline - time.monotonic()))
 
     def _issue_loop(self):
         while True:
