@@ -46,6 +46,17 @@ from .rng import (  # noqa: F401
 )
 
 
+def __getattr__(name):
+    """`torch.tpu._initialized`, read as CUDA's: True once the device runtime is up.
+
+    torch.utils.checkpoint saves and restores a device's RNG state for the recomputed forward only
+    where `getattr(device_module, "_initialized", False)` holds; without it, dropout under
+    checkpointing drew another mask in the recomputation and the gradients were wrong."""
+    if name == "_initialized":
+        return is_initialized()
+    raise AttributeError(f"module 'torch.tpu' has no attribute '{name}'")
+
+
 def init():
     """Initialize the plugin now (it is initialized on import; this raises its error if it failed)."""
     from . import _runtime
