@@ -12,6 +12,7 @@ package main
 import "C"
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -279,6 +280,22 @@ func ttpu_metrics_json(buf *C.char, n C.int64_t) C.int64_t {
 	js := eng.MetricsJSON()
 	setErr(buf, n, string(js))
 	return C.int64_t(len(js) + 1)
+}
+
+//export ttpu_device_info
+func ttpu_device_info(device C.int32_t, buf *C.char, n C.int64_t, err *C.char, errlen C.int64_t) C.ttpu_status {
+	return guard(err, errlen, func() error {
+		d, e := eng.Device(int(device))
+		if e != nil {
+			return e
+		}
+		js, e := json.Marshal(d)
+		if e != nil {
+			return e
+		}
+		setErr(buf, n, string(js))
+		return nil
+	})
 }
 
 //export ttpu_reset_metrics

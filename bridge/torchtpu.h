@@ -219,6 +219,10 @@ void ttpu_get_mode(char* buf, int64_t len);
 /* ttpu_metrics_json writes the metrics as JSON into buf and returns the full length needed. */
 int64_t ttpu_metrics_json(char* buf, int64_t len);
 
+/* ttpu_device_info writes device's description as JSON into buf: the plugin's platform name and
+ * version and the kind the plugin gives the device. */
+ttpu_status ttpu_device_info(int32_t device, char* buf, int64_t len, char* err, int64_t errlen);
+
 /* ttpu_reset_metrics zeroes every counter. */
 void ttpu_reset_metrics(void);
 

@@ -197,6 +197,28 @@ func (e *Engine) DeviceCount() int {
 	return e.client.DeviceCount()
 }
 
+// DeviceInfo describes device dev: the plugin's platform name and version
+// and the kind the plugin gives the device.
+type DeviceInfo struct {
+	Platform string `json:"platform"`
+	Version  string `json:"platform_version"`
+	Kind     string `json:"kind"`
+}
+
+// Device returns the description of device dev.
+func (e *Engine) Device(dev int) (DeviceInfo, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.client == nil {
+		return DeviceInfo{}, errors.New("the device runtime is not initialized")
+	}
+	kind, err := e.client.DeviceKind(dev)
+	if err != nil {
+		return DeviceInfo{}, err
+	}
+	return DeviceInfo{Platform: e.client.PlatformName(), Version: e.client.PlatformVersion(), Kind: kind}, nil
+}
+
 // Alloc reserves a storage of nbytes on device and returns its address.
 func (e *Engine) Alloc(nbytes int64, device int) (uint64, error) {
 	e.mu.Lock()

@@ -146,6 +146,20 @@ PJRT_Error* tt_client_platform_version(const PJRT_Api* api, PJRT_Client* c,
   return e;
 }
 
+PJRT_Error* tt_device_kind(const PJRT_Api* api, PJRT_Device* d, const char** s,
+                          size_t* n) {
+  TT_INIT(PJRT_Device_GetDescription_Args, g);
+  g.device = d;
+  PJRT_Error* e = api->PJRT_Device_GetDescription(&g);
+  if (e != NULL) return e;
+  TT_INIT(PJRT_DeviceDescription_Kind_Args, a);
+  a.device_description = g.device_description;
+  e = api->PJRT_DeviceDescription_Kind(&a);
+  *s = a.device_kind;
+  *n = a.device_kind_size;
+  return e;
+}
+
 PJRT_Error* tt_client_addressable_devices(const PJRT_Api* api, PJRT_Client* c,
                                           PJRT_Device* const** devs,
                                           size_t* n) {

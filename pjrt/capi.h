@@ -39,6 +39,8 @@ PJRT_Error* tt_client_platform_name(const PJRT_Api* api, PJRT_Client* c,
                                     const char** s, size_t* n);
 PJRT_Error* tt_client_platform_version(const PJRT_Api* api, PJRT_Client* c,
                                        const char** s, size_t* n);
+PJRT_Error* tt_device_kind(const PJRT_Api* api, PJRT_Device* d, const char** s,
+                          size_t* n);
 PJRT_Error* tt_client_addressable_devices(const PJRT_Api* api, PJRT_Client* c,
                                           PJRT_Device* const** devs,
                                           size_t* n);

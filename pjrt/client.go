@@ -90,6 +90,21 @@ func (c *Client) device(i int) (*C.PJRT_Device, error) {
 	return c.devices[i], nil
 }
 
+// DeviceKind returns the kind the plugin gives device i, e.g. "cpu" or a
+// TPU generation such as "TPU v4".
+func (c *Client) DeviceKind(i int) (string, error) {
+	d, err := c.device(i)
+	if err != nil {
+		return "", err
+	}
+	var s *C.char
+	var n C.size_t
+	if err := c.p.check("device kind", C.tt_device_kind(c.p.api, d, &s, &n)); err != nil {
+		return "", err
+	}
+	return C.GoStringN(s, C.int(n)), nil
+}
+
 // deviceIndex returns the index of d among the addressable devices, or -1.
 func (c *Client) deviceIndex(d *C.PJRT_Device) int {
 	for i, x := range c.devices {

@@ -163,9 +163,15 @@ func TestClient(t *testing.T) {
 		t.Errorf("DeviceCount() = %d", c.DeviceCount())
 	}
 	t.Logf("platform %q version %q, %d devices", c.PlatformName(), c.PlatformVersion(), c.DeviceCount())
+	if kind, err := c.DeviceKind(0); err != nil || kind != "cpu" {
+		t.Errorf("DeviceKind(0) = %q, %v; want cpu", kind, err)
+	}
 	c4 := newClient(t, ClientOptions{CPUDeviceCount: 4})
 	if c4.DeviceCount() != 4 {
 		t.Errorf("DeviceCount() with CPUDeviceCount 4 = %d", c4.DeviceCount())
+	}
+	if _, err := c4.DeviceKind(4); err == nil {
+		t.Error("DeviceKind(4) of 4 devices gave no error")
 	}
 }
 

@@ -23,6 +23,16 @@ def test_device_module():
     assert m.weight.device.type == "tpu"
 
 
+def test_device_name_and_properties():
+    """As torch.cuda's: the name is the kind the plugin gives the device (the CPU plugin's is "cpu")."""
+    props = torch.tpu.get_device_properties(0)
+    assert props.name == torch.tpu.get_device_name() == torch.tpu.get_device_name("tpu:0") == "cpu"
+    assert props.platform == "cpu" and props.index == 0
+    assert props.total_memory == torch.tpu.mem_get_info()[1] > 0
+    with pytest.raises(ValueError, match="invalid device index 7"):
+        torch.tpu.get_device_properties(7)
+
+
 def test_printing_and_item():
     x = torch.tensor([1.5, -2.0, 3.25])
     t = x.to("tpu")

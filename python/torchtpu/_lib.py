@@ -20,6 +20,7 @@ _SIGNATURES = {
     "ttpu_set_mode": (_i32, [_c_char_p, _c_char_p, _i64]),
     "ttpu_get_mode": (None, [_c_char_p, _i64]),
     "ttpu_metrics_json": (_i64, [_c_char_p, _i64]),
+    "ttpu_device_info": (_i32, [_i32, _c_char_p, _i64, _c_char_p, _i64]),
     "ttpu_reset_metrics": (None, []),
     "ttpu_trace_start": (_i32, [_i64, _c_char_p, _i64]),
     "ttpu_trace_stop": (_i64, [_c_char_p, _i64]),

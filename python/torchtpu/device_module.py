@@ -6,6 +6,8 @@ from .devices import (  # noqa: F401
     device,
     device_count,
     get_amp_supported_dtype,
+    get_device_name,
+    get_device_properties,
     is_available,
     is_bf16_supported,
     is_initialized,

@@ -1,5 +1,9 @@
 """Devices: availability, count, the current device, synchronization."""
 
+import ctypes
+import json
+from collections import namedtuple
+
 import torch
 
 from . import _lib, _runtime
@@ -84,3 +88,30 @@ def get_amp_supported_dtype():
 
 def is_bf16_supported(including_emulation=True):
     return True
+
+
+# TPUDeviceProperties is what get_device_properties returns: the device's name (the kind its plugin
+# gives it), the plugin's platform and version, the memory limit in bytes, and the device index.
+TPUDeviceProperties = namedtuple("TPUDeviceProperties", "name platform platform_version total_memory index")
+
+
+def get_device_properties(device=None):
+    """The properties of a tpu device (the current one by default), as torch.cuda's: `.name`,
+    `.total_memory`, and the plugin's `.platform` and `.platform_version`."""
+    _runtime.require()
+    idx = _index(device)
+    count = device_count()
+    if not 0 <= idx < count:
+        raise ValueError(f"torchtpu: invalid device index {idx}: there are {count} tpu devices")
+    buf = ctypes.create_string_buffer(4096)
+    _lib.call("ttpu_device_info", idx, buf, len(buf))
+    info = json.loads(buf.value.decode("utf-8", "replace"))
+    from .memory import memory_limit
+
+    return TPUDeviceProperties(info["kind"], info["platform"], info["platform_version"], memory_limit(idx), idx)
+
+
+def get_device_name(device=None):
+    """The name of a tpu device (the current one by default): the device kind its plugin reports,
+    e.g. "TPU v4" on libtpu, "cpu" on the XLA CPU plugin."""
+    return get_device_properties(device).name
