@@ -16,6 +16,7 @@ terminates the process ("terminate called without an active exception"). So the 
 when their group shuts down (destroy_process_group) or, failing that, at exit, and whoever stops
 them waits until they have ended.
 """
+
 import atexit
 import queue
 import threading
@@ -99,8 +100,8 @@ class Waiter:
                 except RuntimeError as e:
                     raise RuntimeError(f"tpu_gloo {what}: {e}") from e
             except Exception as e:  # a peer died or disagreed, or gloo refused the call
-                if outcome is not None:
-                    outcome.set_result((False, e))
+                if outcome is not None:  # completed by the waiter, after the collectives before it
+                    self._started.put((what, None, e, outcome))
                 continue
             self._started.put((what, work, plan, outcome))
             del work
@@ -112,6 +113,9 @@ class Waiter:
                 return
             what, work, plan, outcome = item
             del item
+            if work is None:  # refused by the issuer; plan is the error
+                outcome.set_result((False, plan))
+                continue
             try:
                 work.wait()
             except Exception as e:  # a peer died or the group timed out
