@@ -86,3 +86,44 @@ report(**out, **counters())
         assert abs(got - want) <= 1e-4 * max(1.0, abs(want))
     assert res["param_err"] < 1e-4
     assert "layout" not in res["compiled_programs_by_reason"], res["compiled_programs_by_reason"]
+
+
+def test_channels_last_conv_and_upsample_keep_eager_strides():
+    # Tracing saw a tpu convolution's fake result as contiguous (PyTorch's answer for a PrivateUse1
+    # device), so upsample's decomposition left out its clone into channels_last and the compiled
+    # result was contiguous where eager's is channels_last. Fake convolutions now take tpu's format.
+    res, _ = run("""
+import copy
+from torch._subclasses import FakeTensorMode
+torch.manual_seed(0)
+m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.Upsample(scale_factor=2, mode="bilinear"),
+                  nn.Conv2d(8, 4, 3, padding=1)).to(memory_format=torch.channels_last)
+x = torch.randn(2, 3, 8, 8).to(memory_format=torch.channels_last)
+ref = m(x)
+ref.square().sum().backward()
+out = {"cpu": list(ref.stride()), "cpu_grads": [list(p.grad.stride()) for p in m.parameters()]}
+for mode in ("strict", "fused"):
+    torch.tpu.set_mode(mode)
+    torch._dynamo.reset()
+    mt = copy.deepcopy(m).to("tpu")
+    for p in mt.parameters():
+        p.grad = None
+    y = torch.compile(mt, backend="tpu")(x.to("tpu"))
+    y.square().sum().backward()
+    out[mode] = list(y.stride())
+    out[mode + "_err"] = (y.cpu() - ref).abs().max().item()
+    out[mode + "_grad_err"] = max((pt.grad.cpu() - pc.grad).abs().max().item()
+                                 for pc, pt in zip(m.parameters(), mt.parameters()))
+w = torch.randn(8, 3, 3, 3).to("tpu")
+xt = x.to("tpu")
+with FakeTensorMode() as fm:
+    fake = torch.ops.aten.convolution.default(fm.from_tensor(xt), fm.from_tensor(w), None, [1, 1], [1, 1],
+                                              [1, 1], False, [0, 0], 1)
+real = torch.ops.aten.convolution.default(xt, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+out["fake_conv"], out["real_conv"] = list(fake.stride()), list(real.stride())
+report(**out)
+""")
+    assert res["fake_conv"] == res["real_conv"] == [512, 1, 64, 8], res
+    for mode in ("strict", "fused"):
+        assert res[mode] == res["cpu"] == [1024, 1, 64, 4], (mode, res)
+        assert res[mode + "_err"] < 1e-5 and res[mode + "_grad_err"] < 1e-4, (mode, res)

@@ -16,6 +16,7 @@ import torch
 _REGISTRY = "torch._dynamo.backends.registry"
 _OPTIMIZER = "torch._dynamo.variables.optimizer"
 _DYNAMO = "torch._dynamo"
+_FAKE_IMPLS = "torch._subclasses.fake_impls"
 _warned = False
 
 
@@ -112,11 +113,19 @@ def _route_default_compile():
     cls.__call__ = __call__
 
 
+def _fake_layouts(module):
+    from . import fake_layouts
+
+    fake_layouts.install(module)
+
+
 def install():
-    """Register the backend, the default-compile route, the optimizer rule and the step ends of
-    compiled optimizer steps (idempotent)."""
+    """Register the backend, the default-compile route, the optimizer rule, the step ends of
+    compiled optimizer steps and tpu's layouts of fake convolutions (idempotent)."""
     _route_default_compile()
-    for name, then in ((_REGISTRY, _register), (_OPTIMIZER, _capturable_on_tpu), (_DYNAMO, _step_ends)):
+    hooks = ((_REGISTRY, _register), (_OPTIMIZER, _capturable_on_tpu), (_DYNAMO, _step_ends),
+             (_FAKE_IMPLS, _fake_layouts))
+    for name, then in hooks:
         module = sys.modules.get(name)
         if module is not None:
             then(module)
