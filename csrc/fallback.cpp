@@ -3,6 +3,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
+#include <vector>
 
 #include <ATen/native/CPUFallback.h>
 #include <c10/util/Exception.h>
@@ -22,6 +23,54 @@ struct OpInfo {
   bool to_go;  // Go has a rule and every return can be built from its outputs.
   bool seeded;  // the rule takes a trailing seed from the device's default generator
   LayoutSource layout;  // how to find the strides PyTorch gives the results
+  std::vector<size_t> bumped;  // the tensor lists whose versions the op bumps (in-place _foreach_ ops)
+};
+
+// bumped_lists returns the mutable tensor-list arguments of an in-place _foreach_ op. CPU's foreach
+// kernels bump each tensor's version (their slow path calls one in-place op per tensor; CUDA's fast
+// kernels bump them by hand): autograd's kernels for these ops do not, so a backend must.
+std::vector<size_t> bumped_lists(const c10::FunctionSchema& schema) {
+  const auto& name = schema.name();
+  std::vector<size_t> out;
+  if (name.rfind("aten::_foreach_", 0) != 0 || name.back() != '_') {
+    return out;
+  }
+  const auto& args = schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto* alias = args[i].alias_info();
+    if (alias != nullptr && alias->isWrite() && args[i].real_type()->kind() == c10::TypeKind::ListType) {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+// VersionBump holds the tensors of an op's bumped lists, taken off the stack before the op runs,
+// and bumps their versions once it has succeeded. As on CPU, a normal tensor is bumped in inference
+// mode too, and an inference tensor outside it raises after the update.
+class VersionBump {
+ public:
+  VersionBump(const std::vector<size_t>& lists, const c10::FunctionSchema& schema, const torch::jit::Stack& stack) {
+    if (lists.empty()) {
+      return;
+    }
+    const size_t first = stack.size() - schema.arguments().size();
+    for (size_t i : lists) {
+      for (const auto& t : stack[first + i].toTensorList()) {
+        tensors_.push_back(t);
+      }
+    }
+  }
+  void done() {
+    for (auto& t : tensors_) {
+      if (t.defined()) {
+        t.unsafeGetTensorImpl()->bump_version();
+      }
+    }
+  }
+
+ private:
+  std::vector<at::Tensor> tensors_;
 };
 
 const OpInfo& op_info(const c10::OperatorHandle& op) {
@@ -44,6 +93,7 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   if (info.to_go) {
     info.layout = layout_source(op);
   }
+  info.bumped = bumped_lists(op.schema());
   std::unique_lock<std::shared_mutex> lock(mu);
   return cache.emplace(key, std::move(info)).first->second;
 }
@@ -122,10 +172,13 @@ std::string op_full_name(const c10::OperatorName& name) {
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   check_usable();
   const OpInfo& info = op_info(op);
+  VersionBump bump(info.bumped, op.schema(), *stack);
   if (info.to_go && run_op(info.name, op.schema(), stack, &info.layout, info.seeded)) {
+    bump.done();
     return;
   }
   run_on_cpu(op, info.name, stack);
+  bump.done();
 }
 
 void register_rule_kernels() {
