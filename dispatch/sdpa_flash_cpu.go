@@ -178,9 +178,15 @@ func cpuOrder(b *hlo.Builder, a *attnArgs, v *hlo.Value) *hlo.Value {
 
 // sdpaFlashCPUBackward is _scaled_dot_product_flash_attention_for_cpu_backward
 // (grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, *,
-// attn_mask, scale) -> (grad_query, grad_key, grad_value); the weights are
-// recomputed from the scores and logsumexp, and the softmax correction uses
-// the forward output, as CPU's kernel does.
+// attn_mask, scale) -> (grad_query, grad_key, grad_value). The weights are
+// recomputed from the scores, normalized by their own row sums, and the
+// softmax correction is the row sum of weights times their gradients, all
+// from one rounding of the scores. CPU's kernel shifts by the forward's
+// logsumexp and corrects with the forward's output, which its scores match
+// bit for bit; a program's scores may differ from the forward's in the last
+// bit, and where the softmax saturates (scores of 1e3 and more) that made
+// the largest weight 1 ± 1e-4 and the gradients of q and k 1e-3 where they
+// are 1e-12.
 func sdpaFlashCPUBackward(c *Ctx) ([]*hlo.Value, error) {
 	if c.Float(6, 0) != 0 {
 		return nil, Errorf("scaled_dot_product_attention_flash_attention_backward: Currently do not support dropout > 0")
@@ -189,18 +195,18 @@ func sdpaFlashCPUBackward(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, e := c.B, a.d.Elem()
-	sc := a.scores(b)
-	lse := b.Convert(c.T(5), e)
-	// A fully masked row has logsumexp -inf; +inf there makes its weights exp(-inf) = 0, not NaN.
-	lse = b.Select(b.IsFinite(lse), lse, full(b, a.d, lse.T.Shape, math.Inf(1)))
-	p := b.Exp(b.Sub(sc, b.BroadcastInDim(lse, sc.T.Shape, a.rowDims())))
+	b := c.B
+	e, sum, _ := a.expScores(b)
+	// A fully masked row (sum 0) has weights 0.
+	zero := full(b, a.d, sum.T.Shape, 0)
+	inv := b.Select(b.Compare(hlo.GT, sum, zero), b.Div(full(b, a.d, sum.T.Shape, 1), sum), zero)
+	p := b.Mul(e, b.BroadcastInDim(inv, e.T.Shape, a.rowDims()))
 	bd := seq(len(a.batch))
 	nb := int64(len(a.batch))
-	g := b.Convert(c.T(0), e)
-	dv := b.DotGeneral(p, g, bd, bd, []int64{nb}, []int64{nb})                              // [..., S, Ev]
-	dp := b.DotGeneral(g, a.v, bd, bd, []int64{nb + 1}, []int64{nb + 1})                    // [..., L, S]
-	rowDot := b.Reduce(b.Mul(g, b.Convert(c.T(4), e)), b.Scalar(e, 0), hlo.ReduceSum, nb+1) // [..., L]
+	g := b.Convert(c.T(0), a.d.Elem())
+	dv := b.DotGeneral(p, g, bd, bd, []int64{nb}, []int64{nb})                     // [..., S, Ev]
+	dp := b.DotGeneral(g, a.v, bd, bd, []int64{nb + 1}, []int64{nb + 1})           // [..., L, S]
+	rowDot := b.Reduce(b.Mul(p, dp), b.Scalar(a.d.Elem(), 0), hlo.ReduceSum, nb+1) // [..., L]
 	ds := b.Mul(p, b.Sub(dp, b.BroadcastInDim(rowDot, dp.T.Shape, a.rowDims())))
 	ds = b.Mul(ds, full(b, a.d, ds.T.Shape, a.scale))
 	dq := b.DotGeneral(ds, a.k, bd, bd, []int64{nb + 1}, []int64{nb}) // [..., L, E]
