@@ -33,17 +33,14 @@ func coldChain(t *testing.T, e *Engine, shape []int64) (got, want []float32) {
 	a := op("aten::add.Tensor", tensorArg(x), tensorArg(x), one)
 	b := op("aten::mul.Tensor", tensorArg(a), tensorArg(x))
 	c := op("aten::sub.Tensor", tensorArg(b), tensorArg(a), one)
-	buf := make([]byte, 4*numel(shape))
-	if err := e.ToHost(c, buf); err != nil {
-		t.Fatal(err)
-	}
+	got = readF32(t, e, c)
 	for _, v := range vals {
 		want = append(want, 2*v*v-2*v)
 	}
 	for _, d := range []*TensorDesc{x, a, b, c} {
 		e.Free(d.Addr)
 	}
-	return f32s(buf), want
+	return got, want
 }
 
 func sameValues(t *testing.T, what string, got, want []float32) {
@@ -118,19 +115,13 @@ func TestColdRunInPlaceWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		z := desc(e.Op("aten::sub.Tensor", []dispatch.Arg{tensorArg(x), tensorArg(y), one}))
-		zb, xb := make([]byte, 4*numel(shape)), make([]byte, 4*numel(shape))
-		if err := e.ToHost(z, zb); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.ToHost(x, xb); err != nil {
-			t.Fatal(err)
-		}
+		zv, xv := readF32(t, e, z), readF32(t, e, x)
 		var wx, wz []float32
 		for _, v := range vals {
 			wx, wz = append(wx, 2*v*v), append(wz, 2*v*v-2*v)
 		}
-		sameValues(t, "x", f32s(xb), wx)
-		sameValues(t, "z", f32s(zb), wz)
+		sameValues(t, "x", xv, wx)
+		sameValues(t, "z", zv, wz)
 		if cold && (e.m.ColdRuns != 1 || e.m.ColdRunSteps != 3) {
 			t.Fatalf("runs %d, steps %d; want 1, 3", e.m.ColdRuns, e.m.ColdRunSteps)
 		}
@@ -160,19 +151,13 @@ func TestColdRunKeepsAValueTwoStoragesHold(t *testing.T) {
 	if _, err := e.Op("aten::mul_.Tensor", []dispatch.Arg{tensorArg(y), tensorArg(x)}); err != nil {
 		t.Fatal(err)
 	}
-	yb, zb := make([]byte, 4*numel(shape)), make([]byte, 4*numel(shape))
-	if err := e.ToHost(y, yb); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.ToHost(z, zb); err != nil {
-		t.Fatal(err)
-	}
+	yv, zv := readF32(t, e, y), readF32(t, e, z)
 	var wy, wz []float32
 	for _, v := range vals {
 		wy, wz = append(wy, 2*v*v), append(wz, 2*v)
 	}
-	sameValues(t, "y", f32s(yb), wy)
-	sameValues(t, "z", f32s(zb), wz)
+	sameValues(t, "y", yv, wy)
+	sameValues(t, "z", zv, wz)
 	if e.m.ColdRuns != 1 || e.m.ColdRunSteps != 3 {
 		t.Fatalf("runs %d, steps %d; want 1, 3", e.m.ColdRuns, e.m.ColdRunSteps)
 	}
@@ -203,10 +188,7 @@ func TestColdRunEndsBeforeAHostWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	z := &TensorDesc{Addr: outs[0].Addr, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}
-	buf := make([]byte, 4*numel(shape))
-	if err := e.ToHost(z, buf); err != nil {
-		t.Fatal(err)
-	}
+	got := readF32(t, e, z)
 	var want []float32
 	for i, v := range vals {
 		xi := v
@@ -215,7 +197,7 @@ func TestColdRunEndsBeforeAHostWrite(t *testing.T) {
 		}
 		want = append(want, xi*2*v)
 	}
-	sameValues(t, "z", f32s(buf), want)
+	sameValues(t, "z", got, want)
 	// add and mul run as steps of their runs, the write as a program of its own.
 	if e.m.ColdRunSteps != 2 || e.m.Executions != 3 {
 		t.Fatalf("steps %d, executions %d; want 2, 3", e.m.ColdRunSteps, e.m.Executions)
@@ -262,15 +244,12 @@ func TestColdRunErrorAtTheOp(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &TensorDesc{Addr: outs[0].Addr, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}
-	buf := make([]byte, 4*numel(shape))
-	if err := e.ToHost(b, buf); err != nil {
-		t.Fatal(err)
-	}
+	got := readF32(t, e, b)
 	var want []float32
 	for _, v := range vals {
 		want = append(want, 2*v*v)
 	}
-	sameValues(t, "after the error", f32s(buf), want)
+	sameValues(t, "after the error", got, want)
 	if err := e.AwaitCompiles(); err != nil {
 		t.Fatal(err)
 	}
@@ -297,15 +276,12 @@ func TestOpOfARunCalledAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		buf := make([]byte, 4*numel(shape))
-		if err := e.ToHost(&TensorDesc{Addr: outs[0].Addr, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)}, buf); err != nil {
-			t.Fatal(err)
-		}
+		got := readF32(t, e, &TensorDesc{Addr: outs[0].Addr, DType: dispatch.Float32, Sizes: shape, Strides: contiguousStrides(shape)})
 		var w []float32
 		for i := range av {
 			w = append(w, av[i]*xv[i])
 		}
-		sameValues(t, "mul alone", f32s(buf), w)
+		sameValues(t, "mul alone", got, w)
 		e.Free(a)
 		e.Free(x)
 		e.Free(outs[0].Addr)
