@@ -337,7 +337,7 @@ func shiftOp(left bool) func(b *hlo.Builder, x, y *hlo.Value, d DType) (*hlo.Val
 		if left {
 			return b.Select(out, zero, b.ShiftLeft(x, y)), nil
 		}
-		if d == Uint8 {
+		if d == Uint8 || d == UInt16 || d == UInt32 || d == UInt64 {
 			return b.Select(out, zero, b.ShiftRightLogical(x, y)), nil
 		}
 		top := b.BroadcastTo(b.ConstantInt(hlo.T(d.Elem()), bits-1), x.T.Shape)

@@ -419,3 +419,15 @@ def test_half_types_round_every_op_of_a_fused_graph(dtype):
     with torch.tpu.mode("fused"):
         for k, f in enumerate(chains):
             torch.testing.assert_close(f(x.to("tpu")).cpu(), f(x), rtol=0, atol=0, equal_nan=True, msg=f"chain {k}")
+
+
+@pytest.mark.parametrize("dtype,tiny", [(torch.float32, [1e-45, 1e-40, -1e-39]), (torch.float64, [5e-324, -1e-310])])
+def test_subnormals_count_as_zero_and_copies_keep_them(mode, dtype, tiny):
+    """The plugin flushes subnormals to zero, read or written, as a TPU does (README, Modes): a stored
+    subnormal compares equal to zero and multiplies to zero, where CPU keeps it; a round trip keeps its bits."""
+    x = torch.tensor(tiny + [0.0, 1.0], dtype=dtype)
+    d = x.to("tpu")
+    ints = torch.int32 if dtype == torch.float32 else torch.int64
+    assert torch.equal(d.cpu().view(ints), x.view(ints))
+    assert (d != 0).cpu().tolist() == [False] * len(tiny) + [False, True]
+    assert torch.equal((d * 1).cpu(), torch.tensor([0.0] * (len(tiny) + 1) + [1.0], dtype=dtype))

@@ -313,6 +313,20 @@ def test_bit_shifts(mode):
     check(lambda x: x >> 2, torch.tensor([-100, 100, -3], dtype=torch.int32))
 
 
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_wide_unsigned_right_shift_is_logical(mode, dtype):
+    """Right shifts of uint16/32/64 fill with zeros, as uint8's do (CPU has no kernel for them, so Python's
+    integers are the reference): with the top bit set, an arithmetic shift would copy it in."""
+    bits = torch.iinfo(dtype).bits
+    vals = [2 ** bits - 1, 2 ** (bits - 1) + 10, 12345, 1, 0]
+    shifts = [1, 3, bits - 1, 0, bits]
+    x = torch.tensor(vals, dtype=dtype, device="tpu")
+    s = torch.tensor(shifts, dtype=dtype, device="tpu")
+    assert (x >> s).cpu().tolist() == [0 if k >= bits else v >> k for v, k in zip(vals, shifts)]
+    assert (x >> 1).cpu().tolist() == [v >> 1 for v in vals]
+    assert torch.bitwise_right_shift(x, bits).cpu().tolist() == [0] * len(vals)
+
+
 @pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64])
 def test_integer_pow_uses_every_exponent_bit(mode, dtype):
     """Integer powers wrap as CPU's do for exponents of 64 and more (XLA's integer power read only the low 6 bits:
