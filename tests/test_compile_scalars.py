@@ -10,7 +10,7 @@ def f(x, n, s):
     rows = torch.arange(x.shape[0], device=x.device)[:, None]
     return (x * s).sin() + n, torch.where(rows == n, x * s, 0.0)
 cf = torch.compile(f, backend="tpu")
-x = torch.randn(6, 4)
+x = torch.randn(6, 4, generator=torch.Generator().manual_seed(0))
 ok, devices = [], []
 torch.tpu.reset_metrics()
 for v, w in [(1, 0.5), (4, -2.25), (0, 3.0), (5, 1e-3)]:
@@ -38,12 +38,12 @@ def test_a_new_scalar_dtype_is_a_new_program():
 def f(x, s):
     return x * s + 1
 cf = torch.compile(f, backend="tpu")
-x = torch.randn(3, 3)
+x = torch.randn(3, 3, generator=torch.Generator().manual_seed(0))
 ok = []
 for s in [torch.tensor(2), torch.tensor(3), torch.tensor(2.5), torch.tensor(0.5, dtype=torch.float64)]:
     got = cf(x.to("tpu"), s)
     want = f(x, s)
-    ok.append(got.dtype == want.dtype and torch.allclose(got.cpu(), want))
+    ok.append(got.dtype == want.dtype and torch.allclose(got.cpu(), want, atol=1e-5))
 report(ok=ok, **counters())
 """)
     assert res["ok"] == [True] * 4
@@ -60,15 +60,16 @@ def test_scalars_that_shape_the_result_stay_correct():
 def head(x, n):
     return x[: n.item()] * 2
 def ones(x, n):
+    # x.sum() adds in another order than CPU's: where it is near -1, what is left is its rounding, hence atol.
     return torch.ones(int(n), 4, device=x.device) + x.sum()
-x = torch.randn(6, 4)
+x = torch.randn(6, 4, generator=torch.Generator().manual_seed(0))
 ok = []
 for fn in (head, ones):
     cf = torch.compile(fn, backend="tpu")
     for v in [2, 5, 2, 3]:
         n = torch.tensor(v)
         got, want = cf(x.to("tpu"), n), fn(x, n)
-        ok.append(got.shape == want.shape and torch.allclose(got.cpu(), want))
+        ok.append(got.shape == want.shape and torch.allclose(got.cpu(), want, atol=1e-5))
 first = counters()
 torch._dynamo.reset()
 torch._dynamo.config.capture_scalar_outputs = True
@@ -76,7 +77,7 @@ cf = torch.compile(head, backend="tpu")
 for v in [2, 5, 3]:
     n = torch.tensor(v)
     got, want = cf(x.to("tpu"), n), head(x, n)
-    ok.append(got.shape == want.shape and torch.allclose(got.cpu(), want))
+    ok.append(got.shape == want.shape and torch.allclose(got.cpu(), want, atol=1e-5))
 report(ok=ok, first=first, **counters())
 """)
     assert res["ok"] == [True] * 11
@@ -92,13 +93,13 @@ def bump(x, s):
     return x * s
 def keep(x, s):
     return x * s, s + 1
-x = torch.randn(3, 3)
+x = torch.randn(3, 3, generator=torch.Generator().manual_seed(0))
 ok = []
 cb, ck = torch.compile(bump, backend="tpu"), torch.compile(keep, backend="tpu")
 for v in [1.0, 2.0]:
     s, s_ref = torch.tensor(v), torch.tensor(v)
     got, want = cb(x.to("tpu"), s), bump(x, s_ref)
-    ok.append(torch.allclose(got.cpu(), want) and s.item() == s_ref.item() == v + 1 and s.device.type == "cpu")
+    ok.append(torch.allclose(got.cpu(), want, atol=1e-5) and s.item() == s_ref.item() == v + 1 and s.device.type == "cpu")
     s = torch.tensor(v)
     (a, b), (wa, wb) = ck(x.to("tpu"), s), keep(x, s)
     ok.append(torch.allclose(a.cpu(), wa) and b.device == wb.device and torch.equal(b, wb))

@@ -1,5 +1,5 @@
 """torchtpu.embedding.FusedEmbeddingBagCollection: the same tables and losses as the plain
-sparse-gradient path over 20 small DLRM steps (duplicate ids in and across bags, empty bags,
+sparse-gradient path over small DLRM steps (20 in strict mode) (duplicate ids in and across bags, empty bags,
 padding ids), row-wise Adagrad against hand-derived values, clear errors for bad input with the
 tables untouched, and peak memory within tables + optimizer state + 25%."""
 import os
@@ -42,8 +42,10 @@ def run(kind, optimizer, steps, pooling="sum", weighted=False, lr=0.05, chunk=No
 
 @pytest.mark.parametrize("optimizer", ["sgd", "adagrad", "adam"])
 def test_fused_matches_sparse_path(mode, optimizer):
-    want_losses, want_tables, _ = run("sparse", optimizer, 20)
-    got_losses, got_tables, _ = run("fused", optimizer, 20)
+    # Twenty steps in strict mode (the default); the other modes run the same code path over fewer.
+    steps = 20 if mode == "strict" else 6
+    want_losses, want_tables, _ = run("sparse", optimizer, steps)
+    got_losses, got_tables, _ = run("fused", optimizer, steps)
     torch.testing.assert_close(got_losses, want_losses, **TOL)
     for g, w in zip(got_tables, want_tables):
         torch.testing.assert_close(g, w, **TOL)
@@ -72,8 +74,8 @@ def test_update_blocks_match_sparse_path(optimizer):
 
 @pytest.mark.parametrize("pooling,weighted", [("mean", False), ("sum", True)])
 def test_fused_pooling_and_weights(pooling, weighted):
-    want_losses, want_tables, _ = run("sparse", "adagrad", 8, pooling=pooling, weighted=weighted)
-    got_losses, got_tables, _ = run("fused", "adagrad", 8, pooling=pooling, weighted=weighted)
+    want_losses, want_tables, _ = run("sparse", "adagrad", 5, pooling=pooling, weighted=weighted)
+    got_losses, got_tables, _ = run("fused", "adagrad", 5, pooling=pooling, weighted=weighted)
     torch.testing.assert_close(got_losses, want_losses, **TOL)
     for g, w in zip(got_tables, want_tables):
         torch.testing.assert_close(g, w, **TOL)

@@ -19,15 +19,16 @@ def run_dumped(code, dump_dir, extra_env=None):
     return {os.path.basename(p): open(p).read() for p in glob.glob(os.path.join(dump_dir, "*.mlir"))}
 
 
-@pytest.mark.parametrize("exponent", [2, 3, 0.5, -0.5, -1, -2])
-def test_pow_by_a_special_number_lowers_without_power(tmp_path, exponent):
-    modules = run_dumped(f"""
+def test_pow_by_a_special_number_lowers_without_power(tmp_path):
+    # One process for every exponent: each is a program of its own in strict mode, and none holds a power.
+    modules = run_dumped("""
         import torch
         x = torch.rand(64, dtype=torch.float32) + 0.5
-        got = (x.to("tpu") ** {exponent}).cpu()
-        torch.testing.assert_close(got, x ** {exponent})
+        for exponent in (2, 3, 0.5, -0.5, -1, -2):
+            got = (x.to("tpu") ** exponent).cpu()
+            torch.testing.assert_close(got, x ** exponent)
     """, tmp_path)
-    assert modules, "TORCHTPU_DUMP_DIR received no module"
+    assert len(modules) >= 6, "TORCHTPU_DUMP_DIR received %d modules" % len(modules)
     assert not any("stablehlo.power" in m for m in modules.values()), modules
 
 
