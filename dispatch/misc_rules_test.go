@@ -35,8 +35,14 @@ func TestMiscRules(t *testing.T) {
 			return []Arg{f32(h), f32(h, 4, 5), h.tensor(Int64, 4), scalarInt(2), floatArg(0.5), f32(h, 5), intArg(2)}
 		}, "4x5xf32"},
 		{"aten::multilabel_margin_loss_forward", func(h *harness) []Arg {
-			return []Arg{f32(h, 3, 4), h.tensor(Int64, 3, 4), intArg(0)}
+			return []Arg{f32(h, 3, 4), h.index([]int64{0, 3, -1, 2, 1, -1, 0, 0, -1, 3, 3, 3}, 3, 4), intArg(0)}
 		}, "3xf32, 3x4xf32"},
+		{"aten::multilabel_margin_loss_forward", func(h *harness) []Arg {
+			return []Arg{f32(h, 3, 4), h.index([]int64{0, 4, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 3, 4), intArg(1)}
+		}, "error: argument #2 'target' is out of range: 4 is not in [-1, 4)"},
+		{"aten::multilabel_margin_loss_forward", func(h *harness) []Arg {
+			return []Arg{f32(h, 3, 4), h.index([]int64{0, -2, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 3, 4), intArg(1)}
+		}, "error: argument #2 'target' is out of range: -2 is not in [-1, 4)"},
 		{"aten::multilabel_margin_loss_forward", func(h *harness) []Arg {
 			return []Arg{f32(h, 3, 4), h.tensor(Int64, 3, 5), intArg(1)}
 		}, "error: inconsistent target size"},

@@ -14,8 +14,9 @@ type multilabel struct {
 }
 
 // multilabelArgs reads self (argument x) and target (argument t): targets
-// are the frame's leading entries before the first -1.
-func (c *Ctx) multilabelArgs(x, t int) (*multilabel, error) {
+// are the frame's leading entries before the first -1. checkRange reads the
+// targets to the host to check, as CPU does, that each lies in [-1, classes).
+func (c *Ctx) multilabelArgs(x, t int, checkRange bool) (*multilabel, error) {
 	m, tm := c.Meta(x), c.Meta(t)
 	f, k, err := marginFrames(m)
 	if err != nil {
@@ -23,6 +24,17 @@ func (c *Ctx) multilabelArgs(x, t int) (*multilabel, error) {
 	}
 	if !tm.Defined || tm.Rank() != m.Rank() || tm.Numel() != f*k {
 		return nil, Errorf("inconsistent target size: %s for input of size: %s", shapeString(tm.Sizes), shapeString(m.Sizes))
+	}
+	if checkRange && !c.NoHostChecks && !c.knownWithin(t, -1, k-1) {
+		vs, err := c.R.Int64s(c.Args[t].Handles[0])
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vs {
+			if v < -1 || v >= k {
+				return nil, Errorf("argument #2 'target' is out of range: %d is not in [-1, %d)", v, k)
+			}
+		}
 	}
 	b, d := c.B, opmathType(m.DType)
 	e := d.Elem()
@@ -57,7 +69,7 @@ func multilabelMarginLossForward(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	ml, err := c.multilabelArgs(0, 1)
+	ml, err := c.multilabelArgs(0, 1, true)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +97,7 @@ func multilabelMarginLossBackward(c *Ctx) ([]*hlo.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	ml, err := c.multilabelArgs(1, 2)
+	ml, err := c.multilabelArgs(1, 2, false) // the forward checked the targets
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +121,6 @@ func multilabelMarginLossBackward(c *Ctx) ([]*hlo.Value, error) {
 }
 
 func init() {
-	def("aten::multilabel_margin_loss_forward", multilabelMarginLossForward, "aten::multilabel_margin_loss_forward.output")
+	def("aten::multilabel_margin_loss_forward", multilabelMarginLossForward, "aten::multilabel_margin_loss_forward.output").Needs = hostArgs(1)
 	def("aten::multilabel_margin_loss_backward", multilabelMarginLossBackward, "aten::multilabel_margin_loss_backward.grad_input")
 }

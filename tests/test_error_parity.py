@@ -39,6 +39,10 @@ CASES = {
         torch.zeros(5, 4, device=d), torch.zeros(5, device=d).long(), weight=torch.ones(5, device=d)),
     "multilabel_margin_loss empty input": lambda d: F.multilabel_margin_loss(
         torch.zeros(0, device=d), torch.zeros(0, device=d).long()),
+    "multilabel_margin_loss target past the classes": lambda d: F.multilabel_margin_loss(
+        torch.zeros(2, 5, device=d), torch.tensor([[0, 9, -1, 0, 0], [1, -1, 0, 0, 0]], device=d)),
+    "multilabel_margin_loss target below -1, after the end": lambda d: F.multilabel_margin_loss(
+        torch.zeros(1, 5, device=d), torch.tensor([[0, -1, -2, 0, 0]], device=d)),
     "softshrink negative lambda": lambda d: F.softshrink(torch.zeros(3, device=d), -0.5),
     "softshrink lambda beyond half": lambda d: F.softshrink(torch.zeros(3, device=d, dtype=torch.half), 1e6),
     "ormqr tau length": lambda d: torch.ormqr(
