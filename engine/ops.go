@@ -145,6 +145,9 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 	if (m.mode == planFused || tapeOnly) && !e.markFused(m, args) {
 		m.mode, tapeOnly = planNone, false
 	}
+	if m.mode == planStrict {
+		e.argParams(args)
+	}
 	outs, c, err := e.lower(op, entry, args)
 	if err != nil {
 		return nil, err

@@ -65,6 +65,28 @@ func (e *Engine) makeStrictPlan(m *planMark, args []dispatch.Arg, outs []OutTens
 	return p
 }
 
+// argParams gives each argument storage holding a buffer its parameter of
+// the empty graph before a strict op's rule runs, in argument order, as a
+// fused or cold-run op's inputs come before the numbers its rule adds
+// (markFused, soloPlan). So an op's one-op program has one parameter order
+// whichever path made it: a strict op whose numbers are new finds the
+// program a cold run compiled for it.
+func (e *Engine) argParams(args []dispatch.Arg) {
+	seen := map[uint64]bool{}
+	for _, a := range args {
+		for _, h := range a.Handles {
+			t := h.(*TensorDesc)
+			if t.CPU || t.Addr == 0 || seen[t.Addr] {
+				continue
+			}
+			seen[t.Addr] = true
+			if st := e.storages[t.Addr]; st != nil && storageState(st) == stateBuffer {
+				e.d.g.param(st.buf, storedType(st.dtype, st.shape))
+			}
+		}
+	}
+}
+
 // replayStrict runs plan p on args: it binds the parameters, allocates the
 // new results and launches the cached program. It reports ok=false when the
 // program has left the cache (the caller then takes the full path).

@@ -68,6 +68,39 @@ def test_many_new_programs_match_cpu_in_order():
     assert again["strict_fast_path_hits"] >= 12 * 5, again
 
 
+def test_new_numbers_find_the_programs_a_cold_run_compiled():
+    """A learning-rate schedule gives AdamW's foreach ops new numbers every step, so from the second step they take
+    the strict path, not their plans: each op's one-op program has one parameter order whichever path made it, so
+    they find the programs the first step's cold run compiled (each compiled one more program, steps 2-4, before),
+    and the parameters stay CPU's."""
+    x_cpu, y_cpu = randn(9, 11), randint(0, 5, 9)
+
+    def train(device, steps, per_step=None):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(11, 23), torch.nn.GELU(), torch.nn.Linear(23, 5)).to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.8 ** s)
+        x, y = x_cpu.to(device), y_cpu.to(device)
+        for _ in range(steps):
+            before = sum(torch.tpu.metrics()["compiles_by_reason"].values())
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+            sched.step()
+            if per_step is not None:
+                torch.tpu.synchronize()
+                torch.tpu.await_compiles()
+                per_step.append(sum(torch.tpu.metrics()["compiles_by_reason"].values()) - before)
+        return [p.detach().cpu() for p in model.parameters()]
+
+    per_step = []
+    got = train("tpu", 6, per_step)
+    want = train("cpu", 6)
+    assert per_step[0] > 0 and per_step[1:] == [0] * 5, per_step
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+
+
 def test_out_of_range_index_in_a_run_raises_at_the_op():
     table_cpu = randn(7, 4)
     rows = [randn(5, 4) for _ in range(3)]
