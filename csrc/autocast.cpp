@@ -2,7 +2,7 @@
 //
 // Under torch.autocast(device_type="tpu"), matmuls and convolutions run in the autocast dtype
 // (bfloat16 by default), precision-sensitive ops (softmax, norms, losses, exp/log, sums) run in
-// float32, and ops that mix dtypes (cat, stack, addcmul...) promote to the widest input type.
+// float32 (cross_entropy too, as on CPU), and ops that mix dtypes (cat, stack, addcmul...) promote to the widest input type.
 // Every other op passes through untouched.
 
 #include <ATen/Functions.h>
@@ -49,6 +49,9 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   KERNEL_PRIVATEUSEONE(cat, promote)
   KERNEL_PRIVATEUSEONE(stack, promote)
   KERNEL_PRIVATEUSEONE(index_copy, promote)
+  // Beyond CUDA's lists, as CPU autocast and torch_xla's: cross_entropy_loss calls log_softmax with its input's
+  // dtype, which CUDA's policy keeps, so a bfloat16 loss would hold bfloat16's precision in a float32 result.
+  KERNEL_PRIVATEUSEONE(cross_entropy_loss, fp32)
 
 #undef TTPU_KERNEL_LOWER_PRECISION_FP
 #undef TTPU_KERNEL_FP32

@@ -52,12 +52,32 @@ def test_fp32_ops_stay_float32(mode):
         assert t.dtype == torch.float32
     hc = (x.bfloat16() @ x.bfloat16().t())
     torch.testing.assert_close(h.cpu(), hc)
-    # In fused mode XLA may keep h in float32 inside the graph (excess precision), and
-    # cross_entropy asks log_softmax for the input's dtype explicitly (as on CUDA), so the
-    # float32 references hold to bfloat16 precision only.
+    # In fused mode XLA may keep h in float32 inside the graph (excess precision), so the float32
+    # references hold to bfloat16 precision only.
     torch.testing.assert_close(s.cpu(), torch.softmax(hc.float(), -1), atol=5e-3, rtol=2e-2)
     torch.testing.assert_close(ce.cpu(), F.cross_entropy(hc.float(), torch.tensor([0, 1, 2, 3])),
                                atol=5e-3, rtol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_cross_entropy_computes_in_float32(mode, dtype):
+    """cross_entropy runs in float32 under autocast, as on CPU and torch_xla: it asks log_softmax for its input's
+    dtype, which CUDA's policy keeps, and the float32 loss held only the half type's precision (4e-3 off)."""
+    torch.manual_seed(0)
+    x = (torch.randn(8, 32) * 3).to(dtype)
+    y = torch.randint(0, 32, (8,))
+    w = torch.rand(32)
+    for kw in ({}, {"weight": w, "label_smoothing": 0.1}, {"reduction": "none", "ignore_index": int(y[0])}):
+        with torch.autocast(device_type="cpu", dtype=dtype):
+            want = F.cross_entropy(x, y, **kw)
+        with torch.autocast(device_type="tpu", dtype=dtype):
+            got = F.cross_entropy(x.to("tpu"), y.to("tpu"), **{k: v.to("tpu") if torch.is_tensor(v) else v
+                                                                 for k, v in kw.items()})
+        assert got.dtype == want.dtype == torch.float32
+        torch.testing.assert_close(got.cpu(), want, atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(got.cpu(), F.cross_entropy(x.double(), y, **{k: v.double() if torch.is_tensor(v)
+                                                                                else v for k, v in kw.items()}).float(),
+                                   atol=1e-6, rtol=1e-6)
 
 
 def test_promote_ops(mode):
