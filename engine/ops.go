@@ -145,8 +145,8 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 	if (m.mode == planFused || tapeOnly) && !e.markFused(m, args) {
 		m.mode, tapeOnly = planNone, false
 	}
-	if m.mode == planStrict {
-		e.argParams(args)
+	if g := e.d.g; e.mode != ModeFused && g.ops == 0 && len(g.params) == 0 && len(g.pending) == 0 {
+		e.argParams(args) // an op of its own (strict, debug): its one-op program's parameter order
 	}
 	outs, c, err := e.lower(op, entry, args)
 	if err != nil {

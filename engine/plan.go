@@ -191,9 +191,12 @@ func (e *Engine) signature(op string, args []dispatch.Arg, kind sigKind) (sig hl
 	pending := kind == sigFused
 	w := sigWriter{buf: e.sigBuf[:0]}
 	w.bytes(op)
-	if pending { // the two fast paths share a table
+	switch { // the two fast paths share a table; a cold run's windows start at runtime offsets (windowAtRuntime)
+	case pending && e.inColdRun():
+		w.u(2)
+	case pending:
 		w.u(1)
-	} else {
+	default:
 		w.u(0)
 	}
 	var addrs []uint64

@@ -66,11 +66,12 @@ func (e *Engine) makeStrictPlan(m *planMark, args []dispatch.Arg, outs []OutTens
 }
 
 // argParams gives each argument storage holding a buffer its parameter of
-// the empty graph before a strict op's rule runs, in argument order, as a
-// fused or cold-run op's inputs come before the numbers its rule adds
-// (markFused, soloPlan). So an op's one-op program has one parameter order
-// whichever path made it: a strict op whose numbers are new finds the
-// program a cold run compiled for it.
+// the empty graph before the rule of an op that runs alone (strict and debug
+// mode) runs, in argument order, as a fused or cold-run op's inputs come
+// before the numbers its rule adds (markFused, soloPlan). So an op's one-op
+// program has one parameter order whichever path made it: a strict op whose
+// numbers are new finds the program a cold run compiled for it, and debug
+// and strict mode share programs.
 func (e *Engine) argParams(args []dispatch.Arg) {
 	seen := map[uint64]bool{}
 	for _, a := range args {
@@ -80,7 +81,7 @@ func (e *Engine) argParams(args []dispatch.Arg) {
 				continue
 			}
 			seen[t.Addr] = true
-			if st := e.storages[t.Addr]; st != nil && storageState(st) == stateBuffer {
+			if st := e.storages[t.Addr]; st != nil && st.pad == nil && storageState(st) == stateBuffer { // a padded buffer is read its own way
 				e.d.g.param(st.buf, storedType(st.dtype, st.shape))
 			}
 		}

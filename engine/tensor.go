@@ -66,13 +66,21 @@ func (e *Engine) Read(h any) *hlo.Value {
 		return v
 	}
 	base := e.baseValue(st, t.DType)
-	if st.pad == nil && st.buf != nil && st.pending == nil {
+	if e.windowAtRuntime(st) {
 		// A window of a materialized storage (a batch sliced from a dataset
 		// on the device, a row of a table) starts at runtime offsets, so the
 		// next window reuses the program.
 		return readViewWith(e.d.g.b, base, t.view(), e.windowStarts)
 	}
 	return readView(e.d.g.b, base, t.view())
+}
+
+// windowAtRuntime reports whether a view of st is read and written at
+// runtime offsets: st holds a buffer, or a cold run records the op, whose
+// one-op program then runs on st's buffer as a strict op's would (a storage
+// pending in fused mode is sliced at its constant offsets, which XLA folds).
+func (e *Engine) windowAtRuntime(st *Storage) bool {
+	return st.pad == nil && (st.buf != nil && st.pending == nil || e.inColdRun())
 }
 
 // windowStarts returns runtime inputs holding the starts of a window read.
@@ -241,7 +249,7 @@ func (e *Engine) write(t *TensorDesc, val *hlo.Value) error {
 		st.shaped, st.dtype, st.shape = true, t.DType, []int64{st.nbytes / int64(t.DType.Size())}
 	}
 	var starts windowStarts
-	if st.pad == nil && st.buf != nil && st.pending == nil {
+	if e.windowAtRuntime(st) {
 		starts = e.windowStarts // as Read: a window of a materialized storage lands at runtime offsets
 	}
 	base := e.baseValue(st, t.DType)

@@ -101,6 +101,28 @@ def test_new_numbers_find_the_programs_a_cold_run_compiled():
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
 
 
+def test_a_cold_run_of_writes_at_moving_positions_shares_programs():
+    """A loop of element reads and writes at moving positions, new to the process: its cold run records views at
+    runtime offsets, as strict mode runs them, so the one-op programs serve every position (147 programs for 24
+    positions before, one per position), and the values equal CPU's."""
+    def run(device):
+        x = torch.zeros(7, 5, 3, device=device)
+        y = torch.arange(105.0, device=device).view(7, 5, 3)
+        for i in range(7):
+            for j in range(3):
+                x[i, j, 1] += y[i, j + 1, 2]
+                x[i, :, j] = y[6 - i, :, j] * 3
+        return x.cpu()
+    torch.tpu.await_compiles()
+    before = sum(torch.tpu.metrics()["compiles_by_reason"].values())
+    got = run("tpu")
+    torch.tpu.await_compiles()
+    compiled = sum(torch.tpu.metrics()["compiles_by_reason"].values()) - before
+    assert torch.equal(got, run("cpu"))
+    assert torch.tpu.metrics()["strict_cold_runs"] >= 1
+    assert compiled <= 12, f"{compiled} programs for 21 positions"
+
+
 def test_out_of_range_index_in_a_run_raises_at_the_op():
     table_cpu = randn(7, 4)
     rows = [randn(5, 4) for _ in range(3)]
