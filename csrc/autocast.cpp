@@ -2,7 +2,8 @@
 //
 // Under torch.autocast(device_type="tpu"), matmuls and convolutions run in the autocast dtype
 // (bfloat16 by default), precision-sensitive ops (softmax, norms, losses, exp/log, sums) run in
-// float32 (cross_entropy too, as on CPU), and ops that mix dtypes (cat, stack, addcmul...) promote to the widest input type.
+// float32 (cross_entropy too, as on CPU), and ops that mix dtypes (cat, stack, addcmul...) promote
+// to the widest input type.
 // Every other op passes through untouched.
 
 #include <ATen/Functions.h>

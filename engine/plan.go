@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"iter"
 	"math"
 	"slices"
 	"time"
@@ -359,6 +360,28 @@ func (e *Engine) writtenStorage(results []*Storage, args []dispatch.Arg, w planW
 func (e *Engine) argStorage(args []dispatch.Arg, arg, idx int) *Storage {
 	t := args[arg].Handles[idx].(*TensorDesc)
 	return e.storages[t.Addr]
+}
+
+// argStorages yields, in argument order, each device storage the tensor
+// arguments view, once, with the position (argument, tensor) of the first
+// tensor viewing it; the storage is nil for an address the engine does not
+// hold.
+func (e *Engine) argStorages(args []dispatch.Arg) iter.Seq2[[2]int, *Storage] {
+	return func(yield func([2]int, *Storage) bool) {
+		seen := map[uint64]bool{}
+		for i, a := range args {
+			for j, h := range a.Handles {
+				t := h.(*TensorDesc)
+				if t.CPU || t.Addr == 0 || seen[t.Addr] {
+					continue
+				}
+				seen[t.Addr] = true
+				if !yield([2]int{i, j}, e.storages[t.Addr]) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // argPositions maps each tpu storage among args to its first (argument,

@@ -75,23 +75,15 @@ func (e *Engine) storageValue(st *Storage) *hlo.Value {
 // them as inputs, and starts logging the op's writes. It reports false when
 // two argument storages hold the same value: a plan could not tell them apart.
 func (e *Engine) markFused(m *planMark, args []dispatch.Arg) bool {
-	seen := map[uint64]bool{}
 	held := map[*hlo.Value]bool{}
-	for i, a := range args {
-		for j, h := range a.Handles {
-			t := h.(*TensorDesc)
-			if t.CPU || t.Addr == 0 || seen[t.Addr] {
-				continue
+	for at, st := range e.argStorages(args) {
+		if v := e.storageValue(st); v != nil {
+			if held[v] {
+				return false
 			}
-			seen[t.Addr] = true
-			if v := e.storageValue(e.storages[t.Addr]); v != nil {
-				if held[v] {
-					return false
-				}
-				held[v] = true
-				m.inputs = append(m.inputs, [2]int{i, j})
-				m.values = append(m.values, v)
-			}
+			held[v] = true
+			m.inputs = append(m.inputs, at)
+			m.values = append(m.values, v)
 		}
 	}
 	m.nodes, m.params = e.d.g.b.Len(), e.d.g.b.NumParams()

@@ -73,17 +73,9 @@ func (e *Engine) makeStrictPlan(m *planMark, args []dispatch.Arg, outs []OutTens
 // numbers are new finds the program a cold run compiled for it, and debug
 // and strict mode share programs.
 func (e *Engine) argParams(args []dispatch.Arg) {
-	seen := map[uint64]bool{}
-	for _, a := range args {
-		for _, h := range a.Handles {
-			t := h.(*TensorDesc)
-			if t.CPU || t.Addr == 0 || seen[t.Addr] {
-				continue
-			}
-			seen[t.Addr] = true
-			if st := e.storages[t.Addr]; st != nil && st.pad == nil && storageState(st) == stateBuffer { // a padded buffer is read its own way
-				e.d.g.param(st.buf, storedType(st.dtype, st.shape))
-			}
+	for _, st := range e.argStorages(args) {
+		if st != nil && st.pad == nil && storageState(st) == stateBuffer { // a padded buffer is read its own way
+			e.d.g.param(st.buf, storedType(st.dtype, st.shape))
 		}
 	}
 }
