@@ -5,8 +5,9 @@
 // where its kernel applies, so SDPA reaches the engine as one _scaled_dot_product_flash_attention_for_cpu op
 // (and one backward op), lowered to one fused attention in StableHLO. The conditions follow CPU's own choice
 // of that kernel: 4-D dense query, key and value of one floating dtype and head size, no dropout, no grouped
-// heads, a 2-D or 4-D mask that does not require grad. Everything else, and any call made with flash disabled through
-// torch.nn.attention.sdpa_kernel, stays on the math path.
+// heads, a 2-D or 4-D mask that does not require grad. Everything else, and any call made with flash disabled
+// through torch.nn.attention.sdpa_kernel, stays on the math path. Sizes and strides are read as SymInts: under
+// torch.compile the choice runs on fake tensors, where a plain size() specializes a dynamic dimension.
 //
 // CPU's flash kernel returns its logsumexp, and its backward the gradients, as transposes of [B, L, H(, E)]
 // storage, and its output in the layout of empty_like(query); compiled graphs view them with those strides.
@@ -47,20 +48,21 @@ bool flash_fits(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c
     return false;
   }
   for (int64_t d = 0; d < 2; ++d) {
-    if (k.size(d) != q.size(d) || v.size(d) != q.size(d)) {
+    if (k.sym_size(d) != q.sym_size(d) || v.sym_size(d) != q.sym_size(d)) {
       return false;
     }
   }
-  if (k.size(3) != q.size(3) || v.size(3) != q.size(3) || k.size(2) != v.size(2)) {
+  if (k.sym_size(3) != q.sym_size(3) || v.sym_size(3) != q.sym_size(3) || k.sym_size(2) != v.sym_size(2)) {
     return false;
   }
-  if (q.size(2) == 0 || k.size(2) == 0 || q.size(3) == 0) {
+  if (q.sym_size(2) == 0 || k.sym_size(2) == 0 || q.sym_size(3) == 0) {
     return false;
   }
   // CPU's choice also wants the last dimension of query, key, value and mask dense in memory (its math path
   // gives a transposed query a contiguous result, where the flash kernel's follows the query's layout).
-  const bool dense_last = (q.stride(3) == 1 || q.size(3) == 1) && k.stride(3) == 1 && v.stride(3) == 1;
-  if (!dense_last || (mask.has_value() && mask->dim() > 0 && mask->stride(-1) != 1)) {
+  const bool dense_last =
+      (q.sym_stride(3) == 1 || q.sym_size(3) == 1) && k.sym_stride(3) == 1 && v.sym_stride(3) == 1;
+  if (!dense_last || (mask.has_value() && mask->dim() > 0 && mask->sym_stride(-1) != 1)) {
     return false;
   }
   // The flash kernel's autograd formula has no gradient for the mask (derivatives.yaml marks it non-differentiable),

@@ -5,6 +5,7 @@
 
 #include "events.h"
 #include "fork.h"
+#include "program.h"
 #include "streams.h"
 #include "torchtpu.h"
 
@@ -88,6 +89,8 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     synchronize_device(stream.device_index());
     return true;
   }
+
+  bool isStreamCapturing(const c10::Stream& stream) const override { return graph_capturing(); }
 
   void synchronizeStream(const c10::Stream& stream) const override { synchronize_device(stream.device_index()); }
 

@@ -1,5 +1,6 @@
 #include "program.h"
 
+#include <atomic>
 #include <tuple>
 #include <vector>
 
@@ -14,6 +15,9 @@
 
 namespace torchtpu {
 namespace {
+
+// capturing is set while a torch.tpu.graph capture records (the engine allows one at a time).
+std::atomic<bool> capturing{false};
 
 std::vector<ttpu_tensor> describe_all(const std::vector<at::Tensor>& ts, const char* what) {
   std::vector<ttpu_tensor> out;
@@ -43,6 +47,7 @@ void capture_begin(const std::vector<at::Tensor>& inputs, const std::string& nam
 }
 
 void capture_abort() {
+  capturing = false;
   ErrBuf err;
   check(ttpu_capture_abort(err.data(), err.len()), err, "capture_abort");
 }
@@ -111,11 +116,13 @@ std::string graph_replay(int64_t handle, int64_t device) {
 void graph_capture_begin() {
   ErrBuf err;
   check(ttpu_graph_capture_begin(err.data(), err.len()), err, "graph_capture_begin");
+  capturing = true;
 }
 
 int64_t graph_capture_end() {
   int64_t handle = 0;
   ErrBuf err;
+  capturing = false;
   check(ttpu_graph_capture_end(&handle, err.data(), err.len()), err, "graph_capture_end");
   return handle;
 }
@@ -129,6 +136,8 @@ std::string program_text(int64_t handle) {
 }
 
 }  // namespace
+
+bool graph_capturing() { return capturing; }
 
 TORCH_LIBRARY_FRAGMENT(torchtpu, m) {
   m.def("capture_begin(Tensor[] inputs, str name=\"\") -> ()", &capture_begin);

@@ -145,11 +145,33 @@ func ndtrOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 	})(b, x)
 }
 
-// ndtriOf is the inverse of ndtr: sqrt(2) erfinv(2p - 1).
+// ndtriOf is the inverse of ndtr. sqrt(2) erfinv(2p - 1) cancels as p nears 0 (2p - 1 rounds toward -1: at
+// p = 1e-8 it is -1 in float32, so -inf), so it solves ndtr(x) = q for q = min(p, 1 - p) in log space instead:
+// Newton steps on log ndtr(x) = log q, whose slope is exp(log phi(x) - log ndtr(x)), from sqrt(2) erfinv(2q - 1)
+// where that is exact enough (q >= 0.02) and from the tail's asymptote -sqrt(t - log t - log 2pi), t = -2 log q,
+// below. log ndtr is concave, so the steps approach the root from the left without overshooting. It computes
+// in float64; the upper half is -ndtri(1 - p), as CPU's is.
 func ndtriOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-	return upcast(func(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-		two := splat(b, x, 2)
-		return b.Mul(splat(b, x, math.Sqrt2), b.Chlo("erf_inv", b.Sub(b.Mul(two, x), splat(b, x, 1))))
+	return viaF64(func(b *hlo.Builder, p *hlo.Value) *hlo.Value {
+		k := func(v float64) *hlo.Value { return splat(b, p, v) }
+		lower := b.Compare(hlo.LT, p, k(0.5))
+		q := b.Select(lower, p, b.Sub(k(1), p))
+		logq := b.Log(q)
+		body := b.Mul(k(math.Sqrt2), b.Chlo("erf_inv", b.Sub(b.Mul(k(2), q), k(1))))
+		t := b.Mul(k(-2), logq)
+		tail := b.Neg(b.Sqrt(b.Max(b.Sub(b.Sub(t, b.Log(t)), k(math.Log(2*math.Pi))), k(0))))
+		z := b.Select(b.Compare(hlo.LT, q, k(0.02)), tail, body)
+		for i := 0; i < 5; i++ {
+			ln := logNdtrOf(b, z)
+			logPhi := b.Sub(b.Mul(k(-0.5), b.Mul(z, z)), k(0.5*math.Log(2*math.Pi)))
+			z = b.Sub(z, b.Div(b.Sub(ln, logq), b.Exp(b.Sub(logPhi, ln))))
+		}
+		r := b.Select(lower, z, b.Neg(z))
+		r = b.Select(b.Compare(hlo.EQ, r, k(0)), k(0), r) // p = 0.5 gives CPU's +0, not -0
+		r = b.Select(b.Compare(hlo.EQ, p, k(0)), k(math.Inf(-1)), r)
+		r = b.Select(b.Compare(hlo.EQ, p, k(1)), k(math.Inf(1)), r)
+		bad := b.Or(b.Compare(hlo.LT, p, k(0)), b.Or(b.Compare(hlo.GT, p, k(1)), b.Compare(hlo.NE, p, p)))
+		return b.Select(bad, k(math.NaN()), r)
 	})(b, x)
 }
 

@@ -125,9 +125,25 @@ for n in (3, 5, 7, 5):
 x = torch.randn(6, 4); torch._dynamo.mark_dynamic(x, 0)
 cm = torch.compile(h, backend="tpu")
 ok.append(torch.allclose(cm(x.to("tpu"), torch.ones(4, 2, device="tpu")).cpu(), h(x, torch.ones(4, 2)), atol=1e-6))
-report(ok=ok, **counters())
+# Attention's kernel choice reads sizes: a dynamic sequence length must stay symbolic (one Dynamo graph).
+from torch._dynamo.utils import counters as dynamo_counters
+def attn(q, k, v, m):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+dynamo_counters.clear()
+ca = torch.compile(attn, backend="tpu")
+for t in (5, 7, 9):
+    q, k, v = (torch.randn(2, 2, t, 8) for _ in range(3))
+    m = torch.ones(t, t).tril().bool()
+    args = [a.to("tpu") for a in (q, k, v, m)]
+    for a in args[:3]:
+        torch._dynamo.mark_dynamic(a, 2)
+    torch._dynamo.mark_dynamic(args[3], 0)
+    torch._dynamo.mark_dynamic(args[3], 1)
+    ok.append(torch.allclose(ca(*args).cpu(), attn(q, k, v, m), atol=1e-5))
+report(ok=ok, attention_graphs=dynamo_counters["stats"]["unique_graphs"], **counters())
 """)
-    assert res["ok"] == [True] * 5
+    assert res["ok"] == [True] * 8
+    assert res["attention_graphs"] == 1
     assert res["compiled_fallbacks"] == 0
 
 

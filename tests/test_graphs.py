@@ -64,6 +64,29 @@ def test_train_step_replays_match_cpu(opt_name):
         torch.testing.assert_close(p_tpu.grad.cpu(), p_cpu.grad, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("make", [torch.optim.Adam, torch.optim.AdamW])
+def test_capturing_the_step_of_a_non_capturable_optimizer_raises(make):
+    """As on CUDA: Adam's step count lives on the host unless capturable=True, so a captured step would replay
+    one step's bias correction forever. The capture raises, leaves the parameters untouched and the engine
+    usable; capturable=True captures."""
+    w = torch.randn(4).to("tpu").requires_grad_()
+    opt = make([w], lr=0.1)
+    (w * w).sum().backward()
+    opt.step()
+    before = w.detach().cpu()
+    assert not torch.tpu.is_current_stream_capturing()
+    seen = []
+    with pytest.raises(RuntimeError, match=r"graph capture of step\(\) for an instance of " + make.__name__):
+        with torch.tpu.graph(torch.tpu.TPUGraph()):
+            seen.append(torch.tpu.is_current_stream_capturing())
+            seen.append(torch.accelerator.current_stream().is_capturing())
+            (w * w).sum().backward()
+            opt.step()
+    assert seen == [True, True] and not torch.tpu.is_current_stream_capturing()
+    torch.testing.assert_close(w.detach().cpu(), before, rtol=0, atol=0)
+    assert (w + 1).cpu().shape == (4,)
+
+
 def test_capture_does_not_run_the_region():
     w = torch.ones(3, device="tpu")
     g = torch.tpu.TPUGraph()
@@ -214,6 +237,19 @@ def test_make_graphed_callables_forward_and_backward_match_cpu():
         torch.testing.assert_close(xt.grad.cpu(), xc.grad, rtol=1e-5, atol=1e-6)
         for p_cpu, p_tpu in zip(cpu.parameters(), tpu.parameters()):
             torch.testing.assert_close(p_tpu.grad.cpu(), p_cpu.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_make_graphed_callables_accumulates_gradients_across_backwards():
+    """Two backwards without zero_grad sum both gradients, as eager does: the parameters' .grad must not be the
+    backward graph's static buffer, which the second replay overwrites (it gave twice the second gradient)."""
+    cpu = mlp(4)
+    tpu = copy.deepcopy(cpu).to("tpu")
+    graphed = torch.tpu.make_graphed_callables(tpu, (torch.randn(32, 8, device="tpu"),), num_warmup_iters=1)
+    for x, y in batches(3, seed=7):
+        F.mse_loss(cpu(x), y).backward()
+        F.mse_loss(graphed(x.to("tpu")), y.to("tpu")).backward()
+    for p_cpu, p_tpu in zip(cpu.parameters(), tpu.parameters()):
+        torch.testing.assert_close(p_tpu.grad.cpu(), p_cpu.grad, rtol=1e-5, atol=1e-6)
 
 
 def test_debug_dump_writes_the_captured_program(tmp_path):

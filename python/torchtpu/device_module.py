@@ -32,7 +32,7 @@ from .report import metrics_report  # noqa: F401
 from .trace import trace  # noqa: F401
 from .modes import await_compiles, get_mode, mode, set_cold_runs, set_mode  # noqa: F401
 from .step import mark_step  # noqa: F401
-from .graphs import TPUGraph, graph, graph_pool_handle  # noqa: F401
+from .graphs import TPUGraph, graph, graph_pool_handle, is_current_stream_capturing  # noqa: F401
 from .graphed_callables import make_graphed_callables  # noqa: F401
 from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream  # noqa: F401
 from .rng import (  # noqa: F401

@@ -61,8 +61,10 @@ def _graph_one(fn, sample_args, num_warmup_iters, allow_unused_input):
                     s.copy_(g)
             bwd.replay()
             out = [None] * (n_in + len(params))
+            # Copies, not the static buffers: autograd keeps a first gradient as the parameter's .grad, which the
+            # next replay would overwrite (accumulating a second backward would then double the second gradient).
             for pos, g in zip(in_grad_pos, static_grad_in):
-                out[pos] = g.detach() if g is not None else None
+                out[pos] = g.detach().clone() if g is not None else None
             return tuple(out)
 
     def run(*args):

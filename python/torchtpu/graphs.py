@@ -111,3 +111,10 @@ class graph:
             if self.stream_ctx is not None:
                 self.stream_ctx.__exit__(exc_type, exc, tb)
         return False
+
+
+def is_current_stream_capturing():
+    """Whether a torch.tpu.graph capture is recording (CUDA's torch.cuda.is_current_stream_capturing). The
+    device's streams answer the same through torch.accelerator.current_stream().is_capturing(), which the
+    optimizers consult: capturing the step() of one whose capturable flag is False raises, as on CUDA."""
+    return torch.accelerator.current_stream(torch.device("tpu", torch.tpu.current_device())).is_capturing()
