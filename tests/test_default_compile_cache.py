@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-CODE = ("import torch, json\nx = torch.arange(6.0).to('tpu').view(2, 3)\n"
+CODE = ("import torch, json\nx = torch.arange(6.0 * N).to('tpu').view(2, 3 * N)\n"
         "for k in range(N):\n    x = x * 2 + k\n"
         "print('VAL', x.sum(dim=1).cpu().tolist())\n"
         "m = torch.tpu.metrics()\nprint('M', json.dumps({k: m[k] for k in ('graphs_compiled', 'disk_cache_hits')}))\n")
@@ -16,7 +16,7 @@ CODE = ("import torch, json\nx = torch.arange(6.0).to('tpu').view(2, 3)\n"
 def run(tmp_path, n=1, **env):
     e = {k: v for k, v in os.environ.items() if k != "TORCHTPU_CACHE_DIR"}
     e.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), **env)
-    r = subprocess.run([sys.executable, "-c", CODE.replace("range(N)", f"range({n})")], capture_output=True,
+    r = subprocess.run([sys.executable, "-c", CODE.replace("N", str(n))], capture_output=True,
                        text=True, env=e, timeout=300)
     assert r.returncode == 0, r.stderr
     return r.stdout.split("VAL ")[1].split("\n")[0], json.loads(r.stdout.split("M ")[1])
@@ -40,19 +40,22 @@ def test_empty_cache_dir_turns_it_off(tmp_path):
 
 def test_size_bound_evicts_the_least_recently_used(tmp_path):
     folder = tmp_path / "xdg" / "torchtpu" / "programs"
-    run(tmp_path, n=1)
+    _, m = run(tmp_path, n=1)
+    written = m["graphs_compiled"]
     sizes = [f.stat().st_size for f in folder.glob("*.exe")]
     bound = int(max(sizes) * 6.5)  # room for six entries of the largest size
-    for n in range(2, 9):  # each n adds programs of other shapes of graph
-        run(tmp_path, n=n, TORCHTPU_CACHE_SIZE=str(bound))
+    for n in (2, 3, 4, 5):  # each n adds programs of other shapes
+        _, m = run(tmp_path, n=n, TORCHTPU_CACHE_SIZE=str(bound))
+        written += m["graphs_compiled"]
         assert sum(f.stat().st_size for f in folder.glob("*.exe")) <= bound
+    assert len(list(folder.glob("*.exe"))) < written  # entries were evicted
     # A bound too small for the folder never fails a step.
     val, _ = run(tmp_path, n=3, TORCHTPU_CACHE_SIZE="1")
     assert val == str([float(v) for v in torch_free_reference(3)])
 
 
 def torch_free_reference(n):
-    rows = [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    rows = [[float(v) for v in range(3 * n)], [float(v) for v in range(3 * n, 6 * n)]]
     for k in range(n):
         rows = [[v * 2 + k for v in r] for r in rows]
     return [sum(r) for r in rows]
