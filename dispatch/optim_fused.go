@@ -38,7 +38,7 @@ func fusedAdam(adamw bool) Fn {
 				}
 			}
 		}
-		const ce = hlo.F32
+		ce := opmath(c)
 		scalar := func(i int) *hlo.Value { return c.R.Scalar(c.Float(i, 0), ce) }
 		var lr *hlo.Value
 		if c.IsTensor(6) {
@@ -98,7 +98,7 @@ func fusedSGD(c *Ctx) ([]*hlo.Value, error) {
 		return nil, Errorf("Tensor lists must have the same number of tensors, got %d, %d and %d", n, len(c.Args[1].Handles), len(c.Args[2].Handles))
 	}
 	b := c.B
-	const ce = hlo.F32
+	ce := opmath(c)
 	amp := c.ampScaling(10, 11, ce)
 	var lr *hlo.Value
 	if c.IsTensor(5) {
@@ -139,6 +139,16 @@ func fusedSGD(c *Ctx) ([]*hlo.Value, error) {
 		amp.write(c, 0, i, b.Sub(p, b.Mul(bc(lr), g)))
 	}
 	return nil, nil
+}
+
+// opmath is the type a fused optimizer computes in, as CPU's and CUDA's kernels
+// do: float64 for float64 params (the optimizers group params by dtype, so a
+// call's params share one), float32 for the others.
+func opmath(c *Ctx) hlo.Elem {
+	if ts := c.Args[0].Tensors; len(ts) > 0 && ts[0].DType == Float64 {
+		return hlo.F64
+	}
+	return hlo.F32
 }
 
 // ampScaling is what a fused optimizer does for GradScaler: gradients are

@@ -101,6 +101,26 @@ def test_optimizer_matches_cpu(strict, name, kw, path):
     run_optimizer(name, kw, path)
 
 
+@pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9, weight_decay=1e-2)), ("Adam", dict(lr=0.01)),
+                                     ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True))])
+def test_fused_optimizers_compute_float64_params_in_float64(strict, name, kw):
+    """A fused step over float64 params computes in float64, as CPU's and CUDA's kernels do (it computed in
+    float32: a zero gradient moved 1 + 1e-10 to 1)."""
+    g = torch.Generator().manual_seed(0)
+    p0 = torch.cat([torch.tensor([1 + 1e-10, 0.1], dtype=torch.float64), torch.randn(30, generator=g, dtype=torch.float64)])
+    grads = [torch.randn(32, generator=g, dtype=torch.float64) * (k > 0) for k in range(4)]
+    pc, pt = p0.clone().requires_grad_(), p0.to("tpu").requires_grad_()
+    oc = getattr(torch.optim, name)([pc], fused=True, **kw)
+    ot = getattr(torch.optim, name)([pt], fused=True, **kw)
+    for grad in grads:
+        pc.grad, pt.grad = grad.clone(), grad.to("tpu")
+        oc.step()
+        ot.step()
+    torch.testing.assert_close(pt.detach().cpu(), pc.detach(), rtol=1e-14, atol=1e-15)
+    for k, v in oc.state[pc].items():
+        torch.testing.assert_close(ot.state[pt][k].cpu(), v, rtol=1e-14, atol=1e-15)
+
+
 @pytest.mark.parametrize("case", [(0, "fused"), (6, "fused")])
 def test_optimizer_fused_mode(case):
     """A whole step (forward, backward, optimizer) as one graph."""
