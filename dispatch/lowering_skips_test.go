@@ -23,6 +23,8 @@ var loweringSkips = map[string]string{
 	"aten::_fused_adam_.tensor_lr":                               "mutates its arguments through Ctx.Writes with no results: needs a write-checking case, covered by tests/test_optim.py",
 	"aten::_fused_adamw_":                                        "lowering and its argument writes checked by TestForeachAndOptimRules",
 	"aten::_fused_adamw_.tensor_lr":                              "mutates its arguments through Ctx.Writes with no results: needs a write-checking case, covered by tests/test_optim.py",
+	"aten::_fused_adagrad_":                                      "mutates its arguments through Ctx.Writes with no results: needs a write-checking case, covered by tests/test_optim.py",
+	"aten::_fused_adagrad_.tensor_lr":                            "mutates its arguments through Ctx.Writes with no results: needs a write-checking case, covered by tests/test_optim.py",
 	"aten::_fused_sgd_":                                          "mutates its arguments through Ctx.Writes with no results: needs a write-checking case, covered by tests/test_optim.py",
 	"aten::_fused_sgd_.tensor_lr":                                "mutates its arguments through Ctx.Writes with no results: needs a write-checking case, covered by tests/test_optim.py",
 	"aten::_histogramdd_bin_edges":                               "lowering checked by TestMiscRules (misc_rules_test.go)",

@@ -141,6 +141,57 @@ func fusedSGD(c *Ctx) ([]*hlo.Value, error) {
 	return nil, nil
 }
 
+// fusedAdagrad is _fused_adagrad_(params, grads, state_sums, state_steps, *,
+// lr, lr_decay, weight_decay, eps, maximize, grad_scale, found_inf) and its
+// tensor_lr overload: one Adagrad step at the steps in state_steps (already
+// incremented), mutating params and the sums of squares in place.
+func fusedAdagrad(c *Ctx) ([]*hlo.Value, error) {
+	n := len(c.Args[0].Handles)
+	for _, k := range []int{1, 2, 3} {
+		if len(c.Args[k].Handles) != n {
+			return nil, Errorf("Tensor lists must have the same number of tensors, got %d and %d", n, len(c.Args[k].Handles))
+		}
+	}
+	b := c.B
+	ce := opmath(c)
+	amp := c.ampScaling(9, 10, ce)
+	var lr *hlo.Value
+	if c.IsTensor(4) {
+		lr = b.Reshape(b.Convert(c.T(4), ce))
+	} else {
+		lr = c.R.Scalar(c.Float(4, 0), ce)
+	}
+	lrDecay, wd, eps := c.R.Scalar(c.Float(5, 0), ce), c.R.Scalar(c.Float(6, 0), ce), c.R.Scalar(c.Float(7, 0), ce)
+	one := b.Scalar(ce, 1)
+	for i := 0; i < n; i++ {
+		m := c.Args[0].Tensors[i]
+		if !m.DType.IsFloat() {
+			return nil, Errorf("_fused_adagrad_ expects floating point params, got %s", m.DType)
+		}
+		for _, k := range []int{1, 2} {
+			if !slices.Equal(c.Args[k].Tensors[i].Sizes, m.Sizes) {
+				return nil, Errorf("all tensors of the lists must have the shape of the params: %v vs %v", c.Args[k].Tensors[i].Sizes, m.Sizes)
+			}
+		}
+		bc := func(v *hlo.Value) *hlo.Value { return b.BroadcastTo(v, m.Sizes) }
+		rd := func(k int) *hlo.Value { return b.Convert(c.R.Read(c.Args[k].Handles[i]), ce) }
+		p, g, sum := rd(0), amp.unscale(c, i, rd(1)), rd(2)
+		step := b.Reshape(rd(3))
+		if c.Bool(8, false) {
+			g = b.Neg(g)
+		}
+		if c.Float(6, 0) != 0 {
+			g = b.Add(g, b.Mul(bc(wd), p))
+		}
+		clr := b.Div(lr, b.Add(one, b.Mul(b.Sub(step, one), lrDecay)))
+		sum = b.Add(sum, b.Mul(g, g))
+		p = b.Sub(p, b.Mul(bc(clr), b.Div(g, b.Add(b.Sqrt(sum), bc(eps)))))
+		amp.write(c, 0, i, p)
+		amp.write(c, 2, i, sum)
+	}
+	return nil, nil
+}
+
 // opmath is the type a fused optimizer computes in, as CPU's and CUDA's kernels
 // do: float64 for float64 params (the optimizers group params by dtype, so a
 // call's params share one), float32 for the others.
@@ -200,6 +251,10 @@ func init() {
 	for _, ov := range []string{"", ".tensor_lr"} {
 		full := "aten::_fused_sgd_" + ov
 		alias(full, &Rule{Name: full, Fn: fusedSGD}, Functional)
+	}
+	for _, ov := range []string{"", ".tensor_lr"} {
+		full := "aten::_fused_adagrad_" + ov
+		alias(full, &Rule{Name: full, Fn: fusedAdagrad}, Functional)
 	}
 	for _, name := range []string{"adam", "adamw"} {
 		fn := fusedAdam(name == "adamw")

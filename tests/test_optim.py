@@ -80,6 +80,7 @@ CONFIGS = [
     ("Adam", dict(lr=1e-2, amsgrad=True, weight_decay=1e-2)),
     ("AdamW", dict(lr=1e-2, weight_decay=0.1)),
     ("AdamW", dict(lr=1e-2, weight_decay=0.1, amsgrad=True, maximize=True)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=1e-2)),
 ]
 
 
@@ -102,10 +103,12 @@ def test_optimizer_matches_cpu(strict, name, kw, path):
 
 
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9, weight_decay=1e-2)), ("Adam", dict(lr=0.01)),
-                                     ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True))])
+                                     ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
+                                     ("Adagrad", dict(lr=0.1, lr_decay=0.01, maximize=True))])
 def test_fused_optimizers_compute_float64_params_in_float64(strict, name, kw):
     """A fused step over float64 params computes in float64, as CPU's and CUDA's kernels do (it computed in
-    float32: a zero gradient moved 1 + 1e-10 to 1)."""
+    float32: a zero gradient moved 1 + 1e-10 to 1), on the device (Adagrad's ran on CPU)."""
+    torch.tpu.reset_metrics()
     g = torch.Generator().manual_seed(0)
     p0 = torch.cat([torch.tensor([1 + 1e-10, 0.1], dtype=torch.float64), torch.randn(30, generator=g, dtype=torch.float64)])
     grads = [torch.randn(32, generator=g, dtype=torch.float64) * (k > 0) for k in range(4)]
@@ -119,6 +122,7 @@ def test_fused_optimizers_compute_float64_params_in_float64(strict, name, kw):
     torch.testing.assert_close(pt.detach().cpu(), pc.detach(), rtol=1e-14, atol=1e-15)
     for k, v in oc.state[pc].items():
         torch.testing.assert_close(ot.state[pt][k].cpu(), v, rtol=1e-14, atol=1e-15)
+    assert not {k: v for k, v in torch.tpu.metrics()["cpu_fallbacks"].items() if v}
 
 
 @pytest.mark.parametrize("case", [(0, "fused"), (6, "fused")])
@@ -189,13 +193,13 @@ def scheduler_run(sched, fused):
     assert_state_close(oc, ot, cpu, tpu)
 
 
-@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad"])
 @pytest.mark.parametrize("mode", ["strict", "fused"])
 def test_grad_scaler_with_fused_optimizer(name, mode):
     # GradScaler hands fused optimizers grad_scale and found_inf: gradients are unscaled in place and a step whose
     # gradients overflowed changes nothing; parameters, gradients and state equal CPU's at every step.
     kw = dict(SGD=dict(lr=0.1, momentum=0.9, weight_decay=0.01), Adam=dict(lr=0.05, amsgrad=True),
-              AdamW=dict(lr=0.05, weight_decay=0.1, maximize=True))[name]
+              AdamW=dict(lr=0.05, weight_decay=0.1, maximize=True), Adagrad=dict(lr=0.1, lr_decay=0.01))[name]
     torch.manual_seed(0)
     cpu = net()
     tpu = net()
