@@ -40,12 +40,7 @@ func fusedAdam(adamw bool) Fn {
 		}
 		ce := opmath(c)
 		scalar := func(i int) *hlo.Value { return c.R.Scalar(c.Float(i, 0), ce) }
-		var lr *hlo.Value
-		if c.IsTensor(6) {
-			lr = b.Reshape(b.Convert(c.T(6), ce))
-		} else {
-			lr = scalar(6)
-		}
+		lr := c.learningRate(6, ce)
 		beta1, beta2, wd, eps := scalar(7), scalar(8), scalar(9), scalar(10)
 		one := b.Scalar(ce, 1)
 		decay := c.Float(9, 0) != 0
@@ -100,12 +95,7 @@ func fusedSGD(c *Ctx) ([]*hlo.Value, error) {
 	b := c.B
 	ce := opmath(c)
 	amp := c.ampScaling(10, 11, ce)
-	var lr *hlo.Value
-	if c.IsTensor(5) {
-		lr = b.Reshape(b.Convert(c.T(5), ce))
-	} else {
-		lr = c.R.Scalar(c.Float(5, 0), ce)
-	}
+	lr := c.learningRate(5, ce)
 	wd, mom := c.R.Scalar(c.Float(3, 0), ce), c.R.Scalar(momentum, ce)
 	damp := c.R.Scalar(1-c.Float(6, 0), ce)
 	nesterov, maximize, first := c.Bool(7, false), c.Bool(8, false), c.Bool(9, false)
@@ -155,12 +145,7 @@ func fusedAdagrad(c *Ctx) ([]*hlo.Value, error) {
 	b := c.B
 	ce := opmath(c)
 	amp := c.ampScaling(9, 10, ce)
-	var lr *hlo.Value
-	if c.IsTensor(4) {
-		lr = b.Reshape(b.Convert(c.T(4), ce))
-	} else {
-		lr = c.R.Scalar(c.Float(4, 0), ce)
-	}
+	lr := c.learningRate(4, ce)
 	lrDecay, wd, eps := c.R.Scalar(c.Float(5, 0), ce), c.R.Scalar(c.Float(6, 0), ce), c.R.Scalar(c.Float(7, 0), ce)
 	one := b.Scalar(ce, 1)
 	for i := 0; i < n; i++ {
@@ -200,6 +185,16 @@ func opmath(c *Ctx) hlo.Elem {
 		return hlo.F64
 	}
 	return hlo.F32
+}
+
+// learningRate is argument i of a fused optimizer, a float or (the tensor_lr
+// overloads) a one-element tensor, as a scalar of type ce: a runtime input
+// either way, so that a scheduler does not recompile.
+func (c *Ctx) learningRate(i int, ce hlo.Elem) *hlo.Value {
+	if c.IsTensor(i) {
+		return c.B.Reshape(c.B.Convert(c.T(i), ce))
+	}
+	return c.R.Scalar(c.Float(i, 0), ce)
 }
 
 // ampScaling is what a fused optimizer does for GradScaler: gradients are
