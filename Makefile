@@ -66,7 +66,7 @@ test-go: $(BUILD)/include/pjrt_c_api.h
 TESTS ?= tests
 JOBS ?= $(shell n=$$(nproc); echo $$((n < 4 ? n : 4)))
 test-py: build
-	$(PY) -m pytest -q -n $(JOBS) --dist loadfile --no-loadscope-reorder $(TESTS)
+	$(PY) -m pytest -q -n $(JOBS) --dist loadfile $(TESTS)
 
 # The model zoo's full tier (tests/models): every model trained several steps in each mode, greedy generation,
 # bf16 autocast. `make test` runs its one-step slice.

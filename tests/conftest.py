@@ -15,25 +15,6 @@ import torchtpu  # noqa: F401  (explicit import also works next to autoload)
 
 MODES = ["debug", "strict", "fused"]
 
-# The files that take longest (`make test-py PYTEST_ADDOPTS=--durations=0`, summed per file), longest first. The
-# Makefile hands whole files to the workers in collection order (--no-loadscope-reorder; xdist's default order puts
-# files with the most tests first, which left these few-test files for last), so these start first and the suite
-# ends on short files instead of one worker finishing a long one while the other waits.
-LONGEST_FIRST = [
-    "test_compile_whole_step.py", "test_compile_training.py", "test_embedding_fused.py", "conformance/test_ratchet.py",
-    "test_program_quality.py", "test_compile.py", "test_strict_compile_pool.py", "test_fused_step_replay.py",
-    "models/test_gpt2.py", "test_training.py", "test_padded.py", "test_distributed_faults.py", "test_remote_cache.py",
-    "test_rnn.py", "conformance/test_sweep_dtypes.py", "test_distributed_training.py", "test_default_compile_cache.py",
-    "test_nn_layers.py", "test_compile_layout.py", "test_device.py", "test_float8.py", "test_strides.py",
-    "test_linalg_lu.py", "test_device_generic.py", "test_optim.py", "test_compile_scalars.py",
-    "conformance/test_sweep_modules.py", "conformance/test_sweep_machinery.py", "models/test_resnet.py",
-]
-
-
-def pytest_collection_modifyitems(config, items):
-    rank = {"tests/" + name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest keep their order
-
 
 @pytest.fixture(params=MODES)
 def mode(request):
