@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 
-CODE = ("import torch, json\nx = torch.arange(6.0 * N).to('tpu').view(2, 3 * N)\n"
-        "for k in range(N):\n    x = x * 2 + k\n"
+CODE = ("import torch, json\nx = torch.arange(6.0 * STEPS).to('tpu').view(2, 3 * STEPS)\n"
+        "for k in range(STEPS):\n    x = x * 2 + k\n"
         "print('VAL', x.sum(dim=1).cpu().tolist())\n"
         "m = torch.tpu.metrics()\nprint('M', json.dumps({k: m[k] for k in ('graphs_compiled', 'disk_cache_hits')}))\n")
 
@@ -16,7 +16,7 @@ CODE = ("import torch, json\nx = torch.arange(6.0 * N).to('tpu').view(2, 3 * N)\
 def run(tmp_path, n=1, **env):
     e = {k: v for k, v in os.environ.items() if k != "TORCHTPU_CACHE_DIR"}
     e.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), **env)
-    r = subprocess.run([sys.executable, "-c", CODE.replace("N", str(n))], capture_output=True,
+    r = subprocess.run([sys.executable, "-c", CODE.replace("STEPS", str(n))], capture_output=True,
                        text=True, env=e, timeout=300)
     assert r.returncode == 0, r.stderr
     return r.stdout.split("VAL ")[1].split("\n")[0], json.loads(r.stdout.split("M ")[1])
