@@ -21,7 +21,7 @@ export TORCHTPU_PLUGIN_PATH := $(PLUGIN_DIR)/xla_cpu_pjrt.so
 export PYTHONPATH := $(ROOT)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 .PHONY: build run test test-go test-py test-models env clean bench bench-peers bench-floors conformance test-conformance \
-	test-device-generic
+	test-device-generic test-all-modes
 # The shim's translation units compile in parallel, one per core.
 build:
 	@$(MAKE) --no-print-directory -j$(shell nproc) $(LIB)
@@ -67,6 +67,10 @@ TESTS ?= tests
 JOBS ?= $(shell n=$$(nproc); echo $$((n < 4 ? n : 4)))
 test-py: build
 	$(PY) -m pytest -q -n $(JOBS) --dist loadfile $(TESTS)
+
+# Debug mode on every file that runs its tests in each mode (make test runs it on tests/conftest.py's DEBUG_SLICE).
+test-all-modes: build
+	TORCHTPU_TEST_MODES=all $(PY) -m pytest -q -n $(JOBS) --dist loadfile $(TESTS)
 
 # The model zoo's full tier (tests/models): every model trained several steps in each mode, greedy generation,
 # bf16 autocast. `make test` runs its one-step slice.
