@@ -23,7 +23,7 @@ func erfinvOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
 // results near its zeros at 1 and 2, which loses up to 2% there (float32
 // lgamma(0.9999) gave 5.865e-05 for 5.774e-05), and a few ulps at large x.
 func lgammaOf(b *hlo.Builder, x *hlo.Value) *hlo.Value {
-	r := viaF64(func(b *hlo.Builder, x *hlo.Value) *hlo.Value { return b.Chlo("lgamma", x) })(b, x)
+	r := viaF64(chloOf("lgamma"))(b, x)
 	zero := b.Or(b.Compare(hlo.EQ, x, splat(b, x, 1)), b.Compare(hlo.EQ, x, splat(b, x, 2)))
 	return b.Select(zero, splat(b, x, 0), r)
 }

@@ -27,13 +27,14 @@ DEBUG_SLICE = {
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("TORCHTPU_TEST_MODES") == "all":
         return
-    def dropped(it):
+    keep, out = [], []
+    for it in items:
         spec = getattr(it, "callspec", None)
-        return spec is not None and spec.params.get("mode") == "debug" and it.path.name not in DEBUG_SLICE
-    out = [it for it in items if dropped(it)]
+        debug = spec is not None and spec.params.get("mode") == "debug" and it.path.name not in DEBUG_SLICE
+        (out if debug else keep).append(it)
     if out:
         config.hook.pytest_deselected(items=out)
-        items[:] = [it for it in items if not dropped(it)]
+        items[:] = keep
 
 
 @pytest.fixture(params=MODES)
