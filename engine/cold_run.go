@@ -219,7 +219,7 @@ func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan, 
 			return k, nil
 		}
 	}
-	if known, ok := e.d.plans[c.sig]; ok && reusable {
+	if known, ok := e.d.plans.get(c.sig); ok && reusable {
 		return known, plain
 	}
 	skey := structuralKey(b.Key(outs, aliases))

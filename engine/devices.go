@@ -33,7 +33,6 @@ func newDeviceState(index int) *deviceState {
 		g:        newGraph(),
 		scalars:  map[scalarKey]*pjrt.Buffer{},
 		scalarOf: map[*pjrt.Buffer]scalarKey{},
-		plans:    plans{},
 		tapes:    tapes{},
 	}
 }

@@ -397,7 +397,7 @@ func (e *Engine) SetDefaultFloat(d dispatch.DType) error {
 		return err
 	}
 	for _, s := range e.dev.states {
-		clear(s.plans)
+		s.plans.reset()
 	}
 	return nil
 }

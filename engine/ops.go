@@ -227,7 +227,7 @@ func (e *Engine) startPlan(op string, r *dispatch.Rule, args []dispatch.Arg) *pl
 // (it is then dropped). A signature known to be unplannable stops planning.
 // In fused mode the caller then applies the flush policy (recorded).
 func (e *Engine) replay(m *planMark, args []dispatch.Arg) (outs []OutTensor, p *plan, ok bool, err error) {
-	p, known := e.d.plans[m.sig]
+	p, known := e.d.plans.get(m.sig)
 	switch {
 	case known && p == nil:
 		m.mode = planNone
@@ -240,7 +240,7 @@ func (e *Engine) replay(m *planMark, args []dispatch.Arg) (outs []OutTensor, p *
 		outs, p, ok, err = e.replayFused(p, args, m)
 	}
 	if !ok {
-		delete(e.d.plans, m.sig)
+		e.d.plans.drop(m.sig)
 		return nil, nil, false, nil
 	}
 	if err != nil {
