@@ -73,6 +73,7 @@ func guard(buf *C.char, n C.int64_t, f func() error) (status C.ttpu_status) {
 func ttpu_init(path *C.char, cpuDevices C.int32_t, err *C.char, errlen C.int64_t) C.ttpu_status {
 	return guard(err, errlen, func() error {
 		syncEnv()
+		eng.ReadSettings()
 		return eng.Init(C.GoString(path), int(cpuDevices))
 	})
 }

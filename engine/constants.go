@@ -1,7 +1,5 @@
 package engine
 
-import "os"
-
 // Python numbers reach rules as Scalar calls. The policy (DESIGN.md,
 // "Python numbers"): every number is a runtime input, one cached device
 // buffer per distinct value, so learning rates, bias corrections and other
@@ -13,4 +11,4 @@ import "os"
 // a power with a runtime exponent. TORCHTPU_EMBED_SCALARS=1 embeds every
 // number as a constant instead (a program per distinct value: for inference
 // loops whose numbers never change, and to measure what constants buy).
-var embedAllScalars = os.Getenv("TORCHTPU_EMBED_SCALARS") == "1"
+var embedAllScalars bool // TORCHTPU_EMBED_SCALARS=1 (readSettings)

@@ -121,6 +121,23 @@ func New() *Engine {
 		initErr:  errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),
 	}
 	e.m = newMetrics()
+	e.readSettings()
+	e.d = e.dev.state(0)
+	return e
+}
+
+// ReadSettings reads the engine's TORCHTPU_* settings from the environment
+// again. New reads them when the library loads, from the environment the
+// process started with; the bridge calls ReadSettings at initialization,
+// once Go's environment follows the C library's, so a setting a script put
+// in os.environ before importing torch takes effect.
+func (e *Engine) ReadSettings() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.readSettings()
+}
+
+func (e *Engine) readSettings() {
 	e.logs = readLogTopics()
 	e.limit = memoryLimit()
 	e.checkNaNs = os.Getenv("TORCHTPU_CHECK_NANS") == "1"
@@ -130,11 +147,11 @@ func New() *Engine {
 	e.noStepTape = os.Getenv("TORCHTPU_STEP_REPLAY") == "0"
 	e.noDefer = os.Getenv("TORCHTPU_DEFER_COMPILED") == "0"
 	e.padOn, e.padMin = padSettings()
+	e.mode = ModeStrict
 	if m, err := ParseMode(os.Getenv("TORCHTPU_MODE")); err == nil {
 		e.mode = m
 	}
-	e.d = e.dev.state(0)
-	return e
+	embedAllScalars = os.Getenv("TORCHTPU_EMBED_SCALARS") == "1"
 }
 
 // Init loads the PJRT plugin at path and creates a client with cpuDevices
