@@ -152,6 +152,7 @@ func (e *Engine) readSettings() {
 		e.mode = m
 	}
 	embedAllScalars = os.Getenv("TORCHTPU_EMBED_SCALARS") == "1"
+	slowCompileAfter = slowCompileSetting()
 }
 
 // Init loads the PJRT plugin at path and creates a client with cpuDevices

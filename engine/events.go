@@ -76,14 +76,18 @@ func (e *Engine) setWhy(why string) {
 }
 
 // slowCompileAfter is how long a compile runs before one line says what is
-// compiling, even with logs off. TORCHTPU_SLOW_COMPILE_SECONDS changes it.
-var slowCompileAfter = func() time.Duration {
+// compiling, even with logs off. TORCHTPU_SLOW_COMPILE_SECONDS changes it
+// (readSettings).
+var slowCompileAfter = 2 * time.Second
+
+// slowCompileSetting reads TORCHTPU_SLOW_COMPILE_SECONDS (default 2).
+func slowCompileSetting() time.Duration {
 	var s float64
 	if _, err := fmt.Sscan(os.Getenv("TORCHTPU_SLOW_COMPILE_SECONDS"), &s); err == nil && s >= 0 {
 		return time.Duration(s * float64(time.Second))
 	}
 	return 2 * time.Second
-}()
+}
 
 // slowCompileNotice starts a timer that prints what is compiling when the
 // compile is still running after slowCompileAfter; the caller stops it.
