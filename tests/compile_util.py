@@ -1,9 +1,10 @@
-"""Runs a torch.compile scenario in a fresh interpreter (fresh Dynamo caches, a hard timeout) and
-returns the JSON it prints on its RESULT line."""
+"""Runs a torch.compile scenario in a process of its own (forked from one that holds torch but no Dynamo and
+no tpu backend: fresh Dynamo caches, a fresh engine, a hard timeout; tests/fork_server.py) and returns the
+JSON it prints on its RESULT line."""
 import json
 import os
-import subprocess
-import sys
+
+import fork_server
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
@@ -29,7 +30,7 @@ def run(code, timeout=600, env=None):
     full = PRELUDE.format(examples=os.path.join(ROOT, "examples")) + code
     e = dict(os.environ)
     e.update(env or {})
-    r = subprocess.run([sys.executable, "-c", full], capture_output=True, text=True, env=e, timeout=timeout, cwd=ROOT)
+    r = fork_server.run(full, e, ROOT, timeout)
     assert r.returncode == 0, r.stderr[-4000:]
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, r.stdout[-2000:] + r.stderr[-2000:]

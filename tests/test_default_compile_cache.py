@@ -4,8 +4,7 @@ TORCHTPU_CACHE_DIR= (set and empty) turns it off. Each case runs in a fresh proc
 the settings once."""
 import json
 import os
-import subprocess
-import sys
+import fork_server
 
 CODE = ("import torch, json\nx = torch.arange(6.0 * STEPS).to('tpu').view(2, 3 * STEPS)\n"
         "for k in range(STEPS):\n    x = x * 2 + k\n"
@@ -16,8 +15,7 @@ CODE = ("import torch, json\nx = torch.arange(6.0 * STEPS).to('tpu').view(2, 3 *
 def run(tmp_path, n=1, **env):
     e = {k: v for k, v in os.environ.items() if k != "TORCHTPU_CACHE_DIR"}
     e.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), **env)
-    r = subprocess.run([sys.executable, "-c", CODE.replace("STEPS", str(n))], capture_output=True,
-                       text=True, env=e, timeout=300)
+    r = fork_server.run(CODE.replace("STEPS", str(n)), env=e, timeout=300)
     assert r.returncode == 0, r.stderr
     return r.stdout.split("VAL ")[1].split("\n")[0], json.loads(r.stdout.split("M ")[1])
 

@@ -5,14 +5,13 @@ reference for random draws."""
 import json
 import os
 import re
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import fork_server
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -96,8 +95,7 @@ def test_adamw_loop_replays_its_steps_and_matches_cpu():
     # A process of its own, as a training script is: after some other test files in one process, one
     # segment of this loop once departed from its tape (its fourth op of 16), with the values still CPU's.
     steps = 20
-    r = subprocess.run([sys.executable, "-c", ADAMW_LOOP.format(tests=os.path.dirname(__file__), steps=steps)],
-                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    r = fork_server.run(ADAMW_LOOP.format(tests=os.path.dirname(__file__), steps=steps), cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     m = json.loads(r.stdout.splitlines()[-1])
     # Each step is three segments (forward, backward, optimizer step); from the second step on,
@@ -150,9 +148,8 @@ print("end", torch.tpu.metrics()["step_replay_fallbacks"], flush=True)
 
 
 def test_the_replays_log_says_where_and_why_a_step_departs():
-    r = subprocess.run([sys.executable, "-c", DEPARTURES.format(tests=os.path.dirname(__file__))],
-                       capture_output=True, text=True, timeout=300, cwd=ROOT,
-                       env=dict(os.environ, TORCHTPU_LOG="replays"))
+    r = fork_server.run(DEPARTURES.format(tests=os.path.dirname(__file__)),
+                        env=dict(os.environ, TORCHTPU_LOG="replays"), cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = [l for l in r.stderr.splitlines() if l.startswith("torchtpu: step replay departs")]
     fallbacks = int(r.stdout.split()[-1])
@@ -173,9 +170,8 @@ def test_the_replays_log_says_where_and_why_a_step_departs():
         assert found, (w, lines)
         at = found[0] + 1
     # Without the topic nothing is printed.
-    r = subprocess.run([sys.executable, "-c", DEPARTURES.format(tests=os.path.dirname(__file__))],
-                       capture_output=True, text=True, timeout=300, cwd=ROOT,
-                       env={k: v for k, v in os.environ.items() if k != "TORCHTPU_LOG"})
+    r = fork_server.run(DEPARTURES.format(tests=os.path.dirname(__file__)),
+                        env={k: v for k, v in os.environ.items() if k != "TORCHTPU_LOG"}, cwd=ROOT, timeout=300)
     assert r.returncode == 0 and "step replay departs" not in r.stderr, r.stderr[-3000:]
 
 
@@ -345,8 +341,7 @@ def test_replay_draws_the_same_numbers_as_recording(cut):
     out = {}
     for flag in ("1", "0"):
         env = dict(os.environ, TORCHTPU_STEP_REPLAY=flag, TORCHTPU_BACKWARD_CUT=cut)
-        r = subprocess.run([sys.executable, "-c", textwrap.dedent(DROPOUT_TRAINING.format(root=ROOT))],
-                           capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+        r = fork_server.run(textwrap.dedent(DROPOUT_TRAINING.format(root=ROOT)), env=env, cwd=ROOT, timeout=300)
         assert r.returncode == 0, r.stderr[-3000:]
         out[flag] = r.stdout.splitlines()
     assert out["1"][0] == out["0"][0], out

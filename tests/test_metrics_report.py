@@ -1,13 +1,12 @@
 """torch.tpu.metrics_report(): a readable summary of the engine's counters."""
 import json
 import os
-import subprocess
-import sys
 import warnings
 
 import torch
 
 from torchtpu.report import format_report
+import fork_server
 
 SECTIONS = ["Compile:", "Program cache:", "Execute:", "Transfers:", "CPU fallbacks:", "Memory:"]
 
@@ -84,7 +83,7 @@ print("M", json.dumps(dict(m, ok=ok, report=torch.tpu.metrics_report())))
 
 def first_minute(cache_dir):
     env = dict(os.environ, TORCHTPU_CACHE_DIR=str(cache_dir), TORCHTPU_LOG="recompiles")
-    r = subprocess.run([sys.executable, "-c", FIRST_MINUTE], capture_output=True, text=True, env=env, timeout=300)
+    r = fork_server.run(FIRST_MINUTE, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.split("M ", 1)[1]), r.stderr
 

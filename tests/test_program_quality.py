@@ -1,21 +1,23 @@
 """What the engine hands XLA: Python numbers, donation and the structural program cache."""
 import glob
 import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+import fork_server
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_dumped(code, dump_dir, extra_env=None):
-    """Runs code in a fresh interpreter with TORCHTPU_DUMP_DIR set; returns the dumped modules."""
+    """Runs code in a process of its own (tests/fork_server.py) with TORCHTPU_DUMP_DIR set; returns the dumped
+    modules."""
     env = dict(os.environ, TORCHTPU_DUMP_DIR=str(dump_dir), **(extra_env or {}))
-    subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, check=True, timeout=300, cwd=ROOT)
+    r = fork_server.run(textwrap.dedent(code), env, ROOT, 300)
+    assert r.returncode == 0, r.stderr[-4000:]
     return {os.path.basename(p): open(p).read() for p in glob.glob(os.path.join(dump_dir, "*.mlir"))}
 
 
@@ -144,8 +146,8 @@ def test_no_donation_gives_the_same_parameters(tmp_path):
     outs = []
     for donate in ("1", "0"):
         env = dict(os.environ, TORCHTPU_DONATE=donate)
-        r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, check=True, timeout=300,
-                           capture_output=True, text=True, cwd=ROOT)
+        r = fork_server.run(textwrap.dedent(code), env, ROOT, 300)
+        assert r.returncode == 0, r.stderr[-4000:]
         outs.append(r.stdout.split())
     assert outs[0][-1] == "True" and outs[1][-1] == "False"
     assert outs[0][:-1] == outs[1][:-1]
@@ -284,8 +286,7 @@ def test_fused_fast_path_off_gives_the_same_values(tmp_path):
     """
     out = {}
     for flag in ("1", "0"):
-        r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                           timeout=300, cwd=ROOT, env=dict(os.environ, TORCHTPU_FUSED_FAST_PATH=flag))
+        r = fork_server.run(textwrap.dedent(code), dict(os.environ, TORCHTPU_FUSED_FAST_PATH=flag), ROOT, 300)
         assert r.returncode == 0, r.stderr
         out[flag] = r.stdout.split()
     assert out["1"][0] == out["0"][0]
@@ -332,8 +333,7 @@ def test_strict_fast_path_checks_memory_limit(tmp_path):
         print(float((keep[0] + keep[1]).sum()))
     """
     env = dict(os.environ, TORCHTPU_MEMORY_LIMIT="40K")
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, timeout=300,
-                       capture_output=True, text=True, cwd=ROOT)
+    r = fork_server.run(textwrap.dedent(code), env, ROOT, 300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["OOM", "True", "2048.0"], r.stdout
 
@@ -363,8 +363,8 @@ def test_adamw_step_updates_in_place(impl):
     ratios = {}
     for donate in ("1", "0"):
         env = dict(os.environ, TORCHTPU_DONATE=donate)
-        r = subprocess.run([sys.executable, "-c", textwrap.dedent(ADAMW_PEAK), impl], env=env, timeout=300,
-                           capture_output=True, text=True, cwd=ROOT, check=True)
+        r = fork_server.run(textwrap.dedent(ADAMW_PEAK), env, ROOT, 300, args=[impl])
+        assert r.returncode == 0, r.stderr[-4000:]
         ratios[donate] = float(r.stdout.split()[-1])
     # With donation the step's peak stays within 1.3x the state (parameters, grads, moments);
     # without, every overwritten tensor briefly exists twice.

@@ -5,13 +5,13 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+import fork_server
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,7 +116,7 @@ def nginx(tmp_path_factory):
 def run(tmp_dir, url, **extra):
     # Op by op (no cold runs), each op compiles a program of its own: more programs than the tier's failure limit.
     env = dict(os.environ, TORCHTPU_CACHE_DIR=str(tmp_dir), TORCHTPU_CACHE_URL=url, TORCHTPU_COLD_RUNS="0", **extra)
-    r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
+    r = fork_server.run(SCRIPT, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "VAL ok" in r.stdout, r.stdout + r.stderr
     return json.loads(r.stdout.split("M ")[1]), r.stderr

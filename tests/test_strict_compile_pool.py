@@ -14,6 +14,7 @@ import time
 import pytest
 import torch
 
+import fork_server
 from conftest import Draws
 
 randn, randint = Draws(7).pair()
@@ -203,15 +204,13 @@ def test_killed_during_parallel_compiles_leaves_a_usable_cache(tmp_path):
             p.kill()
     entries = list(tmp_path.glob("*.exe"))
     assert 3 <= len(entries) < n * 5, len(entries)
-    r = subprocess.run([sys.executable, "-c", CHILD, str(n), "run"], env=child_env(tmp_path),
-                       capture_output=True, text=True, timeout=600)
+    r = fork_server.run(CHILD, child_env(tmp_path), timeout=600, args=[n, "run"])
     assert r.returncode == 0, r.stderr
     assert "does not load" not in r.stderr and "warning" not in r.stderr, r.stderr
     m = json.loads(r.stdout.split("M ")[1])
     assert m["ok"] and m["disk_hits"] >= 1, m
     # A third process finds every program: the second one finished the pool's queue before it exited.
-    r = subprocess.run([sys.executable, "-c", CHILD, str(n), "run"], env=child_env(tmp_path),
-                       capture_output=True, text=True, timeout=600)
+    r = fork_server.run(CHILD, child_env(tmp_path), timeout=600, args=[n, "run"])
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout.split("M ")[1])
     assert m["ok"] and m["compiled"] == 0 and m["disk_hits"] >= 1, m
@@ -257,7 +256,7 @@ def test_values_do_not_depend_on_compile_timing_or_a_warm_cache(tmp_path):
     cold runs off train to the same parameters, bit for bit."""
     def train(cache, **extra):
         env = dict(child_env(cache), **extra)
-        r = subprocess.run([sys.executable, "-c", TRAIN], env=env, capture_output=True, text=True, timeout=600)
+        r = fork_server.run(TRAIN, env, timeout=600)
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout.split("M ")[1])
     cold = train(tmp_path / "shared")

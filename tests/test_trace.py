@@ -2,11 +2,10 @@
 import json
 import os
 import re
-import subprocess
-import sys
 
 import torch
 from torch.profiler import ProfilerActivity
+import fork_server
 
 
 def load(path):
@@ -167,7 +166,7 @@ print("shapes", torch.tpu.metrics()["compiles_by_reason"].get("shapes", 0))
 
 def test_recompile_reason_names_the_shape():
     env = dict(os.environ, TORCHTPU_LOG="recompiles")
-    r = subprocess.run([sys.executable, "-c", RECOMPILE], capture_output=True, text=True, env=env, timeout=300)
+    r = fork_server.run(RECOMPILE, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if "aten::cumsum" in ln]
     assert lines, r.stderr
@@ -177,5 +176,5 @@ def test_recompile_reason_names_the_shape():
     assert int(r.stdout.split("shapes")[-1]) >= 1
     # Without TORCHTPU_LOG the same script prints nothing on stderr.
     env.pop("TORCHTPU_LOG")
-    r = subprocess.run([sys.executable, "-c", RECOMPILE], capture_output=True, text=True, env=env, timeout=300)
+    r = fork_server.run(RECOMPILE, env=env, timeout=300)
     assert r.returncode == 0 and r.stderr == "", r.stderr
