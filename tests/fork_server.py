@@ -1,26 +1,37 @@
-"""Runs the tests' `python -c` scripts in processes forked from one that has already imported torch.
+"""Runs the tests' scripts and workers in processes forked from one that has already imported torch.
 
-A fresh interpreter spends 3.5 to 4 s of CPU importing torch before a script's first line; a child forked
-from a server that holds torch starts in about 0.3 s. The server imports torch with device autoload off, so
-that no Go runtime exists before a fork; each child then takes the caller's environment, working folder and
-stdin-less stdio, loads the tpu backend as autoload does (unless the environment turns autoload off), runs the
-code as `__main__`, runs the exit handlers and leaves with the code's exit status. One server per test process,
-started on first use; a child that outlives its timeout is killed with its process group. torch reads some of
-its settings from the environment when it is imported, so only scripts whose environment differs from the
-server's in the engine's settings alone (TORCHTPU_*, read when the device initializes) are forked; any other
-starts an interpreter of its own.
+A fresh interpreter spends 3.5 to 4 s of CPU importing torch before a script's first line (10 s when it also
+imports OpInfo's op_db); a child forked from a server that holds them starts in about 0.3 s. A server imports
+torch (and the modules it was asked to preload) with device autoload off, so that no Go runtime exists before
+a fork; each child then takes the caller's environment, working folder, arguments and output files, loads the
+tpu backend as autoload does (unless the environment turns autoload off), runs the code or module as
+`__main__`, runs the exit handlers and leaves with its exit status. A child is the leader of its own process
+group, so killing it takes whatever it started.
+
+torch reads some settings from the environment when it is imported (thread counts, logging), so a server
+serves only scripts whose environment equals the one it started with, apart from the settings that only the
+children read after the fork: the engine's (TORCHTPU_*, read when the device initializes), the conformance
+runners' (CONFORMANCE_*, SWEEP_*) and pytest's name of the running test. Each test process starts at most
+MAX_SERVERS servers, on first use; past that a script starts an interpreter of its own.
 """
 import atexit
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
+
+MAX_SERVERS = 3
 
 SERVER = r"""
-import atexit, json, os, signal, sys, time, traceback
+import atexit, gc, importlib, json, os, runpy, sys, traceback
 import torch
+for name in json.loads(sys.argv[1]):
+    importlib.import_module(name)
+gc.freeze()  # the collector of a child never walks (and so never copies) the pages of what the server imported
 
 def child(req):
     code = 0
@@ -31,14 +42,21 @@ def child(req):
         os.environ.update(req["env"])
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        for fd, path in ((1, req["out"]), (2, req["err"])):
-            os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+        out = os.open(req["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        err = out if req["err"] == req["out"] else os.open(req["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
         sys.stdin = open(os.devnull)
-        sys.argv = ["-c", *req["args"]]
         try:
             if os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") == "1":
                 torch._import_device_backends()
-            exec(compile(req["code"], "<string>", "exec"), {"__name__": "__main__"})
+            if req["module"]:
+                sys.argv = [req["module"], *req["args"]]
+                sys.path.insert(0, req["cwd"])
+                runpy.run_module(req["module"], run_name="__main__", alter_sys=True)
+            else:
+                sys.argv = ["-c", *req["args"]]
+                exec(compile(req["code"], "<string>", "exec"), {"__name__": "__main__"})
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             if e.code is not None and not isinstance(e.code, int):
@@ -57,94 +75,145 @@ def child(req):
 
 for line in sys.stdin:
     req = json.loads(line)
-    pid = os.fork()
-    if pid == 0:
-        child(req)
-    deadline = time.monotonic() + req["timeout"]
-    timed_out = False
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            timed_out = True
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            _, status = os.waitpid(pid, 0)
-            break
-        time.sleep(0.01)
-    print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "timed_out": timed_out}), flush=True)
+    if req["op"] == "spawn":
+        pid = os.fork()
+        if pid == 0:
+            child(req)
+        reply = {"pid": pid}
+    else:  # poll
+        done, status = os.waitpid(req["pid"], os.WNOHANG)
+        reply = {"rc": os.waitstatus_to_exitcode(status) if done else None}
+    print(json.dumps(reply), flush=True)
 """
 
 _lock = threading.Lock()
-_server = None
-forks = 0  # scripts run in forked children so far (the rest started interpreters of their own)
+_servers = {}  # (preload, environment key) -> Popen of the server
+forks = 0  # children forked so far (the rest started interpreters of their own)
+
+# Settings read only after the fork, by the child's own code.
+_CHILD_READ = ("TORCHTPU_", "CONFORMANCE_", "SWEEP_", "PYTEST_CURRENT_TEST")
 
 
-def _start():
-    base = dict(os.environ)
-    server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              env=dict(base, TORCH_DEVICE_BACKEND_AUTOLOAD="0"), text=True)
-    server.base_env = base
-    return server
+def _key(env):
+    return tuple(sorted((k, v) for k, v in env.items() if not k.startswith(_CHILD_READ)))
+
+
+def _server(env, preload):
+    """The live server for env and preload, started if needed; None when MAX_SERVERS are already running."""
+    key = (preload, _key(env))
+    s = _servers.get(key)
+    if s is not None and s.poll() is None:
+        return s
+    if sum(1 for s in _servers.values() if s.poll() is None) >= MAX_SERVERS:
+        return None
+    s = subprocess.Popen([sys.executable, "-c", SERVER, json.dumps(list(preload))], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, env=dict(env, TORCH_DEVICE_BACKEND_AUTOLOAD="0"), text=True)
+    _servers[key] = s
+    return s
+
+
+def _ask(server, req):
+    server.stdin.write(json.dumps(req) + "\n")
+    server.stdin.flush()
+    reply = server.stdout.readline()
+    if not reply:
+        raise RuntimeError(f"the fork server exited (status {server.wait()})")
+    return json.loads(reply)
 
 
 def _stop():
-    if _server is not None and _server.poll() is None:
-        _server.stdin.close()
-        try:
-            _server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            _server.kill()
+    for s in _servers.values():
+        if s.poll() is None:
+            s.stdin.close()
+            try:
+                s.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                s.kill()
 
 
 atexit.register(_stop)
 
 
-def run(code, env=None, cwd=None, timeout=300, args=()):
-    """Runs `python -c code *args` with env (default: this process's) in cwd (default: this process's) in a forked
-    child; returns subprocess.CompletedProcess (text stdout and stderr). Raises subprocess.TimeoutExpired as
-    subprocess.run does."""
-    global _server
-    env = dict(os.environ) if env is None else env
-    cwd = os.getcwd() if cwd is None else cwd
-    with _lock:
-        if _server is not None and _server.poll() is not None:
-            _server = None
-        if _others(env) != _others(_server.base_env if _server is not None else dict(os.environ)):
-            # torch read the server's environment when the server imported it, so a script whose environment
-            # differs in more than the engine's settings (which the engine reads when the device initializes,
-            # in the child) starts an interpreter of its own.
-            return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
-                                  timeout=timeout, cwd=cwd)
-        if _server is None:
-            _server = _start()
-        return _run(code, env, cwd, timeout, [str(a) for a in args])
+class Process:
+    """A forked child, with the part of subprocess.Popen's interface the tests' runners use."""
+
+    def __init__(self, server, pid, argv):
+        self._server, self.pid, self.args, self.returncode = server, pid, argv, None
+
+    def poll(self):
+        if self.returncode is None:
+            with _lock:
+                self.returncode = _ask(self._server, {"op": "poll", "pid": self.pid})["rc"]
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.002
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return self.returncode
+
+    def kill(self):
+        if self.returncode is None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
-def _others(env):
-    """The environment without the engine's settings (TORCHTPU_*) and pytest's name of the running test."""
-    return {k: v for k, v in env.items() if not k.startswith("TORCHTPU_") and k != "PYTEST_CURRENT_TEST"}
-
-
-def _run(code, env, cwd, timeout, args):
+def spawn(code=None, module=None, args=(), env=None, cwd=None, out=os.devnull, err=None, preload=()):
+    """Starts `python -c code *args` or `python -m module *args` with env (default: this process's) in cwd
+    (default: this process's), stdout written to the file out and stderr to err (default: out); returns a
+    Process, or a subprocess.Popen when no server can serve env."""
     global forks
-    forks += 1
+    env = dict(os.environ) if env is None else env
+    cwd = str(os.getcwd() if cwd is None else cwd)
+    args = [str(a) for a in args]
+    err = out if err is None else err
+    argv = [sys.executable, *(["-m", module] if module else ["-c", code]), *args]
+    with _lock:
+        server = _server(env, tuple(preload))
+        if server is not None:
+            forks += 1
+            pid = _ask(server, dict(op="spawn", code=code, module=module, args=args, env=env, cwd=cwd,
+                                    out=str(out), err=str(err)))["pid"]
+            return Process(server, pid, argv)
+    with open(out, "w") as fo:
+        fe = subprocess.STDOUT if err == out else open(err, "w")
+        try:
+            return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
+                                    start_new_session=True)
+        finally:
+            if fe is not subprocess.STDOUT:
+                fe.close()
+
+
+def run(code, env=None, cwd=None, timeout=300, args=()):
+    """Runs `python -c code *args` as spawn does and waits for it; returns subprocess.CompletedProcess (text
+    stdout and stderr). A child past timeout seconds is killed with its process group and
+    subprocess.TimeoutExpired raised, as subprocess.run does."""
     with tempfile.TemporaryDirectory(prefix="fork-server-") as tmp:
         out, err = os.path.join(tmp, "out"), os.path.join(tmp, "err")
-        req = json.dumps(dict(code=code, args=args, env=env, cwd=str(cwd), timeout=timeout, out=out, err=err))
-        _server.stdin.write(req + "\n")
-        _server.stdin.flush()
-        reply = _server.stdout.readline()
-        if not reply:
-            raise RuntimeError(f"the fork server exited (status {_server.wait()})")
-        res = json.loads(reply)
-        with open(out, errors="replace") as f:
-            stdout = f.read()
-        with open(err, errors="replace") as f:
-            stderr = f.read()
-        if res["timed_out"]:
-            raise subprocess.TimeoutExpired([sys.executable, "-c", "..."], timeout, stdout, stderr)
-        return subprocess.CompletedProcess([sys.executable, "-c", code, *args], res["rc"], stdout, stderr)
+        p = spawn(code, args=args, env=env, cwd=cwd, out=out, err=err)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(p)
+            raise subprocess.TimeoutExpired(p.args, timeout, _read(out), _read(err))
+        return subprocess.CompletedProcess(p.args, p.returncode, _read(out), _read(err))
+
+
+def _kill_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+
+
+def _read(path):
+    with open(path, errors="replace") as f:
+        return f.read()

@@ -33,9 +33,29 @@ def test_engine_settings_in_the_environment_take_effect():
     assert on[0] == off[0] == "508.0" and int(on[1]) > 0 and off[1] == "0", (on, off)
 
 
-def test_other_settings_start_an_interpreter_of_their_own():
-    # torch reads TORCH_* settings when it is imported: the server's import cannot serve another value.
-    forks = fork_server.forks
+def test_other_settings_get_a_server_of_their_own():
+    # torch reads TORCH_* settings when it is imported: a server started with another value serves the script.
     r = fork_server.run("import os, torch\nprint(os.environ['TORCH_SHOW_CPP_STACKTRACES'], torch.ones(2).sum().item())",
                         env=dict(os.environ, TORCH_SHOW_CPP_STACKTRACES="1"))
-    assert (r.returncode, r.stdout, fork_server.forks) == (0, "1 2.0\n", forks), (r.stderr[-2000:], fork_server.forks)
+    assert (r.returncode, r.stdout) == (0, "1 2.0\n"), r.stderr[-2000:]
+    assert fork_server._key(dict(os.environ, TORCH_SHOW_CPP_STACKTRACES="1")) != fork_server._key(dict(os.environ))
+    assert fork_server._key(dict(os.environ, TORCHTPU_MODE="x", CONFORMANCE_CRASH_OP="y")) == \
+        fork_server._key(dict(os.environ))
+
+
+def test_spawned_module_writes_its_log_and_reports_a_signal(tmp_path):
+    # The conformance runners' workers: python -m module args, stdout and stderr to one log, polled and killed.
+    (tmp_path / "spawned_mod.py").write_text("import os, signal, sys\nprint('args', sys.argv[1:], flush=True)\n"
+                                             "print('err', file=sys.stderr, flush=True)\n"
+                                             "if sys.argv[1] == 'abort':\n    os.abort()\n"
+                                             "if sys.argv[1] == 'hang':\n    signal.pause()\n")
+    log = tmp_path / "log"
+    p = fork_server.spawn(module="spawned_mod", args=["ok", 2], cwd=tmp_path, out=log, preload=("json",))
+    assert p.wait(60) == 0 and log.read_text() == "args ['ok', '2']\nerr\n"
+    p = fork_server.spawn(module="spawned_mod", args=["abort"], cwd=tmp_path, out=log, preload=("json",))
+    assert p.wait(60) == -6
+    p = fork_server.spawn(module="spawned_mod", args=["hang"], cwd=tmp_path, out=log, preload=("json",))
+    with pytest.raises(subprocess.TimeoutExpired):
+        p.wait(1)
+    p.kill()
+    assert p.wait(60) == -9

@@ -18,11 +18,12 @@ import concurrent.futures
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 import traceback
+
+from tests import fork_server
 
 from . import run
 
@@ -55,23 +56,23 @@ def _run_chunk(worker, ids, extra, opts, workdir, tag):
             f.write("\n".join(pending) + "\n")
         cmd = [sys.executable, "-m", worker, "--cases", base + ".cases", "--out", base + ".jsonl"] + list(extra)
         timed_out = False
-        with open(base + ".log", "w") as lf:
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=worker_env(), stdout=lf, stderr=subprocess.STDOUT)
-            last_size, last_change = -1, time.time()
-            try:
-                while proc.poll() is None:
-                    time.sleep(0.2)
-                    size = os.path.getsize(base + ".jsonl") if os.path.exists(base + ".jsonl") else 0
-                    if size != last_size:
-                        last_size, last_change = size, time.time()
-                    elif time.time() - last_change > (opts.timeout if size else max(opts.timeout, STARTUP_SECONDS)):
-                        timed_out = True
-                        proc.kill()
-                        proc.wait()
-            finally:
-                if proc.poll() is None:  # the runner itself is being stopped: take the worker with it
+        proc = fork_server.spawn(module=worker, args=cmd[3:], cwd=ROOT, env=run.worker_env(), out=base + ".log",
+                                 preload=run.PRELOAD)
+        last_size, last_change = -1, time.time()
+        try:
+            while proc.poll() is None:
+                time.sleep(0.2)
+                size = os.path.getsize(base + ".jsonl") if os.path.exists(base + ".jsonl") else 0
+                if size != last_size:
+                    last_size, last_change = size, time.time()
+                elif time.time() - last_change > (opts.timeout if size else max(opts.timeout, STARTUP_SECONDS)):
+                    timed_out = True
                     proc.kill()
                     proc.wait()
+        finally:
+            if proc.poll() is None:  # the runner itself is being stopped: take the worker with it
+                proc.kill()
+                proc.wait()
         events = run.read_events(base + ".jsonl")
         for e in events:
             if e.get("ev") == "result":

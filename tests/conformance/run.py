@@ -15,10 +15,11 @@ import fnmatch
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
+
+from tests import fork_server
 
 from . import harness, report
 from .slice import SLICE
@@ -55,6 +56,10 @@ def read_events(path):
     return out
 
 
+# What every worker imports first, held by the fork server the workers start from (tests/fork_server.py).
+PRELOAD = ("torch.testing._internal.common_methods_invocations",)
+
+
 def worker_env():
     env = dict(os.environ)
     py = os.path.join(ROOT, "python")
@@ -77,23 +82,23 @@ def run_chunk(indices, names, opts, workdir, tag):
                "--modes", ",".join(opts.modes)]
         if opts.no_backward:
             cmd.append("--no-backward")
-        with open(log, "w") as lf:
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=worker_env(), stdout=lf, stderr=subprocess.STDOUT)
-            last_size, last_change, timed_out = -1, time.time(), False
-            try:
-                while proc.poll() is None:
-                    time.sleep(0.5)
-                    size = os.path.getsize(out) if os.path.exists(out) else 0
-                    if size != last_size:
-                        last_size, last_change = size, time.time()
-                    elif time.time() - last_change > opts.sample_timeout:
-                        timed_out = True
-                        proc.kill()
-                        proc.wait()
-            finally:
-                if proc.poll() is None:  # the runner itself is being stopped: take the worker with it
+        proc = fork_server.spawn(module=cmd[2], args=cmd[3:], cwd=ROOT, env=worker_env(), out=log,
+                                 preload=PRELOAD)
+        last_size, last_change, timed_out = -1, time.time(), False
+        try:
+            while proc.poll() is None:
+                time.sleep(0.5)
+                size = os.path.getsize(out) if os.path.exists(out) else 0
+                if size != last_size:
+                    last_size, last_change = size, time.time()
+                elif time.time() - last_change > opts.sample_timeout:
+                    timed_out = True
                     proc.kill()
                     proc.wait()
+        finally:
+            if proc.poll() is None:  # the runner itself is being stopped: take the worker with it
+                proc.kill()
+                proc.wait()
         rc = proc.returncode
         events = read_events(out)
         results.extend(e for e in events if e.get("ev") == "result")
