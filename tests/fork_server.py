@@ -8,11 +8,12 @@ tpu backend as autoload does (unless the environment turns autoload off), runs t
 `__main__`, runs the exit handlers and leaves with its exit status. A child is the leader of its own process
 group, so killing it takes whatever it started.
 
-torch reads some settings from the environment when it is imported (thread counts, logging), so a server
-serves only scripts whose environment equals the one it started with, apart from the settings that only the
-children read after the fork: the engine's (TORCHTPU_*, read when the device initializes), the conformance
-runners' (CONFORMANCE_*, SWEEP_*) and pytest's name of the running test. Each test process starts at most
-MAX_SERVERS servers, on first use; past that a script starts an interpreter of its own.
+torch reads some settings from the environment when it is imported (thread counts, logging), so a server serves
+only scripts whose environment equals the one it started with, apart from the settings that only the children
+read after the fork: the engine's (TORCHTPU_*, read when the device initializes), the conformance runners'
+(CONFORMANCE_*, SWEEP_*), pytest's name of the running test and whether the tpu backend loads (a server never
+loads it). Each test process starts at most MAX_SERVERS servers, on first use; past that a script starts an
+interpreter of its own.
 """
 import atexit
 import json
@@ -91,7 +92,7 @@ _servers = {}  # (preload, environment key) -> Popen of the server
 forks = 0  # children forked so far (the rest started interpreters of their own)
 
 # Settings read only after the fork, by the child's own code.
-_CHILD_READ = ("TORCHTPU_", "CONFORMANCE_", "SWEEP_", "PYTEST_CURRENT_TEST")
+_CHILD_READ = ("TORCHTPU_", "CONFORMANCE_", "SWEEP_", "PYTEST_CURRENT_TEST", "TORCH_DEVICE_BACKEND_AUTOLOAD")
 
 
 def _key(env):

@@ -8,13 +8,18 @@ test it was running is recorded as "crash" or "timeout" and a new worker continu
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
+
+from tests import fork_server
 
 BUDGET = "file budget spent"
 STARTUP = 300  # seconds a worker may take to import and collect, on top of the stall limit
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# What every worker imports besides torch, held by the fork server the workers start from
+# (tests/fork_server.py). Not torch's testing modules: they decide which device types get test classes when
+# they are imported, and the server has not loaded the tpu backend.
+PRELOAD = ("pytest",)
 
 
 def read_events(path):
@@ -133,29 +138,27 @@ def run_file(testdir, name, device, workdir, test_timeout, file_timeout, only=No
 def watch(cmd, cwd, env, events_path, log_path, stall_limit, deadline):
     """Runs cmd until it exits, its events stall past stall_limit seconds, or the deadline passes; returns how it
     ended: "exited 0", "died: signal 11 (SIGSEGV)", "no progress for 180 s" or "file budget spent"."""
-    with open(log_path, "w") as lf:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=lf, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        last_size, last_change, why = 0, time.time(), None
-        try:
-            while proc.poll() is None:
-                time.sleep(0.5)
-                size = os.path.getsize(events_path) if os.path.exists(events_path) else 0
-                now = time.time()
-                # Until its first event the worker is importing torch and the test file.
-                limit = stall_limit if size else stall_limit + STARTUP
-                if size != last_size:
-                    last_size, last_change = size, now
-                elif now - last_change > limit:
-                    why = f"no progress for {stall_limit:.0f} s"
-                elif now > deadline:
-                    why = BUDGET
-                if why:
-                    kill(proc)
-                    break
-        finally:
-            if proc.poll() is None:
+    proc = fork_server.spawn(module=cmd[2], args=cmd[3:], cwd=cwd, env=env, out=log_path, preload=PRELOAD)
+    last_size, last_change, why = 0, time.time(), None
+    try:
+        while proc.poll() is None:
+            time.sleep(0.5)
+            size = os.path.getsize(events_path) if os.path.exists(events_path) else 0
+            now = time.time()
+            # Until its first event the worker is importing torch and the test file.
+            limit = stall_limit if size else stall_limit + STARTUP
+            if size != last_size:
+                last_size, last_change = size, now
+            elif now - last_change > limit:
+                why = f"no progress for {stall_limit:.0f} s"
+            elif now > deadline:
+                why = BUDGET
+            if why:
                 kill(proc)
+                break
+    finally:
+        if proc.poll() is None:
+            kill(proc)
     if why:
         return why
     rc = proc.returncode
