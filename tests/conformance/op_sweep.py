@@ -15,10 +15,11 @@ import concurrent.futures
 import fnmatch
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
+
+from tests import fork_server
 
 from . import harness, run
 
@@ -69,26 +70,26 @@ def _run_chunk(sweep_name, indices, names, workdir, tag, timeout):
                "--indices", ",".join(map(str, pending)), "--out", out]
         before = len(read_events(out))
         timed_out = False
-        with open(log, "w") as lf:
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=run.worker_env(), stdout=lf, stderr=subprocess.STDOUT)
-            first_size = os.path.getsize(out) if os.path.exists(out) else 0
-            last_size, last_change = first_size, time.time()
-            try:
-                while proc.poll() is None:
-                    time.sleep(0.2)
-                    size = os.path.getsize(out) if os.path.exists(out) else 0
-                    # Starting a worker (importing torch and op_db) is not a case: it gets its own allowance.
-                    limit = timeout if size > first_size else max(timeout, STARTUP_TIMEOUT)
-                    if size != last_size:
-                        last_size, last_change = size, time.time()
-                    elif time.time() - last_change > limit:
-                        timed_out = True
-                        proc.kill()
-                        proc.wait()
-            finally:
-                if proc.poll() is None:  # the runner itself is being stopped: take the worker with it
+        proc = fork_server.spawn(module=cmd[2], args=cmd[3:], cwd=ROOT, env=run.worker_env(), out=log,
+                                 preload=run.PRELOAD)
+        first_size = os.path.getsize(out) if os.path.exists(out) else 0
+        last_size, last_change = first_size, time.time()
+        try:
+            while proc.poll() is None:
+                time.sleep(0.2)
+                size = os.path.getsize(out) if os.path.exists(out) else 0
+                # Starting a worker (importing torch and op_db) is not a case: it gets its own allowance.
+                limit = timeout if size > first_size else max(timeout, STARTUP_TIMEOUT)
+                if size != last_size:
+                    last_size, last_change = size, time.time()
+                elif time.time() - last_change > limit:
+                    timed_out = True
                     proc.kill()
                     proc.wait()
+        finally:
+            if proc.poll() is None:  # the runner itself is being stopped: take the worker with it
+                proc.kill()
+                proc.wait()
         events = read_events(out)
         if any(e.get("ev") == "chunk_done" for e in events[before:]):
             break
