@@ -202,12 +202,13 @@ def run(code, env=None, cwd=None, timeout=300, args=()):
         try:
             p.wait(timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(p)
+            kill_group(p)
             raise subprocess.TimeoutExpired(p.args, timeout, _read(out), _read(err))
         return subprocess.CompletedProcess(p.args, p.returncode, _read(out), _read(err))
 
 
-def _kill_group(p):
+def kill_group(p):
+    """Kills p (a Process or a Popen that leads its own process group) and whatever it started; waits for it."""
     try:
         os.killpg(p.pid, signal.SIGKILL)
     except ProcessLookupError:

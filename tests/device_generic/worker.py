@@ -154,11 +154,11 @@ def watch(cmd, cwd, env, events_path, log_path, stall_limit, deadline):
             elif now > deadline:
                 why = BUDGET
             if why:
-                kill(proc)
+                fork_server.kill_group(proc)
                 break
     finally:
         if proc.poll() is None:
-            kill(proc)
+            fork_server.kill_group(proc)
     if why:
         return why
     rc = proc.returncode
@@ -167,10 +167,3 @@ def watch(cmd, cwd, env, events_path, log_path, stall_limit, deadline):
     return f"exited {rc}" if rc in (0, 1, 2, 5) else f"died: exit code {rc}"
 
 
-def kill(proc):
-    """Kills the worker and anything it started."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
