@@ -130,11 +130,14 @@ func New() *Engine {
 // again. New reads them when the library loads, from the environment the
 // process started with; the bridge calls ReadSettings at initialization,
 // once Go's environment follows the C library's, so a setting a script put
-// in os.environ before importing torch takes effect.
+// in os.environ before importing torch takes effect. Once Init has
+// succeeded it does nothing: from then on the API changes the settings.
 func (e *Engine) ReadSettings() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.readSettings()
+	if e.client == nil {
+		e.readSettings()
+	}
 }
 
 func (e *Engine) readSettings() {
