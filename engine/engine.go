@@ -116,7 +116,6 @@ func New() *Engine {
 	e := &Engine{
 		storages: map[uint64]*Storage{},
 		cache:    compile_cache.NewLRU(4096),
-		mode:     ModeStrict,
 		fused:    20000,
 		initErr:  errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),
 	}

@@ -78,7 +78,7 @@ func (e *Engine) setWhy(why string) {
 // slowCompileAfter is how long a compile runs before one line says what is
 // compiling, even with logs off. TORCHTPU_SLOW_COMPILE_SECONDS changes it
 // (readSettings).
-var slowCompileAfter = 2 * time.Second
+var slowCompileAfter time.Duration
 
 // slowCompileSetting reads TORCHTPU_SLOW_COMPILE_SECONDS (default 2).
 func slowCompileSetting() time.Duration {

@@ -159,10 +159,7 @@ class Process:
 
     def kill(self):
         if self.returncode is None:
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _killpg(self.pid)
 
 
 def spawn(code=None, module=None, args=(), env=None, cwd=None, out=os.devnull, err=None, preload=()):
@@ -209,11 +206,15 @@ def run(code, env=None, cwd=None, timeout=300, args=()):
 
 def kill_group(p):
     """Kills p (a Process or a Popen that leads its own process group) and whatever it started; waits for it."""
+    _killpg(p.pid)
+    p.wait()
+
+
+def _killpg(pid):
     try:
-        os.killpg(p.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    p.wait()
 
 
 def _read(path):

@@ -4,6 +4,7 @@ TORCHTPU_CACHE_DIR= (set and empty) turns it off. Each case runs in a fresh proc
 the settings once."""
 import json
 import os
+
 import fork_server
 
 CODE = ("import torch, json\nx = torch.arange(6.0 * STEPS).to('tpu').view(2, 3 * STEPS)\n"

@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
 import fork_server
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")

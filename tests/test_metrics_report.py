@@ -6,6 +6,7 @@ import warnings
 import torch
 
 from torchtpu.report import format_report
+
 import fork_server
 
 SECTIONS = ["Compile:", "Program cache:", "Execute:", "Transfers:", "CPU fallbacks:", "Memory:"]

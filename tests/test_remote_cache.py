@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 import fork_server
 
 ROOT = Path(__file__).resolve().parent.parent

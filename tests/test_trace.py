@@ -5,6 +5,7 @@ import re
 
 import torch
 from torch.profiler import ProfilerActivity
+
 import fork_server
 
 
