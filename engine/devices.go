@@ -33,7 +33,8 @@ func newDeviceState(index int) *deviceState {
 		g:        newGraph(),
 		scalars:  map[scalarKey]*pjrt.Buffer{},
 		scalarOf: map[*pjrt.Buffer]scalarKey{},
-		tapes:    tapes{},
+		tapes:    tapes{bound: maxTapes},
+		plans:    plans{bound: maxPlans},
 	}
 }
 

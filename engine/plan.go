@@ -28,52 +28,11 @@ import (
 // maxPlans bounds a device's plan table.
 const maxPlans = 8192
 
-// plans is one device's plan table, by op signature. A signature whose op
-// cannot be planned is known with a nil plan, so it is not tried again. It
-// keeps the signatures used last: new ones go into the current generation,
-// which becomes the previous one when it holds maxPlans/2 (the previous one
-// is then dropped), and a signature found in the previous generation moves
-// into the current one. So a loop of fewer than maxPlans/2 signatures keeps
-// its plans however many other signatures the process used before it.
-type plans struct {
-	cur, prev map[hlo.Hash]*plan
-}
-
-// get returns the plan known under sig (nil: not plannable) and whether the
-// signature is known.
-func (ps *plans) get(sig hlo.Hash) (*plan, bool) {
-	if p, ok := ps.cur[sig]; ok {
-		return p, true
-	}
-	p, ok := ps.prev[sig]
-	if ok {
-		delete(ps.prev, sig)
-		ps.put(sig, p)
-	}
-	return p, ok
-}
-
-// put records p (nil: not plannable) under sig.
-func (ps *plans) put(sig hlo.Hash, p *plan) {
-	if ps.cur == nil {
-		ps.cur = map[hlo.Hash]*plan{}
-	}
-	if _, ok := ps.cur[sig]; !ok && len(ps.cur) >= maxPlans/2 {
-		ps.prev, ps.cur = ps.cur, map[hlo.Hash]*plan{}
-	}
-	ps.cur[sig] = p
-}
-
-// drop forgets sig.
-func (ps *plans) drop(sig hlo.Hash) {
-	delete(ps.cur, sig)
-	delete(ps.prev, sig)
-}
-
-// reset forgets every signature.
-func (ps *plans) reset() {
-	ps.cur, ps.prev = nil, nil
-}
+// plans is one device's plan table, by op signature (recent: a loop of
+// fewer than maxPlans/2 signatures keeps its plans however many other
+// signatures the process used before it). A signature whose op cannot be
+// planned is known with a nil plan, so it is not tried again.
+type plans = recent[hlo.Hash, *plan]
 
 // plan replays one op signature.
 type plan struct {

@@ -104,7 +104,7 @@ func (e *Engine) forgetDeferred() {
 			e.d = st
 			e.departTape(st.seg, departConstant)
 		}
-		clear(st.tapes)
+		st.tapes.reset()
 	}
 	e.d = cur
 }

@@ -32,11 +32,12 @@ import (
 // the replay when it records the same fragment. A declared seed is not a part
 // of the key: the replay uploads the call's seed.
 
-// maxTapes bounds a device's tape table; it is cleared when full.
+// maxTapes bounds a device's tape table.
 const maxTapes = 64
 
-// tapes is one device's step tapes, by the hash of their first op's hard key.
-type tapes map[uint64]*tape
+// tapes is one device's step tapes, by the hash of their first op's hard key
+// (recent: the tapes used last stay).
+type tapes = recent[uint64, *tape]
 
 var tapeSeed = maphash.MakeSeed()
 
@@ -261,7 +262,7 @@ func (e *Engine) tapeKey(s *segment, op string, args []dispatch.Arg) bool {
 
 // tapeFor returns the tape whose first op has hard key k, if any.
 func (d *deviceState) tapeFor(k []byte) *tape {
-	t := d.tapes[maphash.Bytes(tapeSeed, k)]
+	t, _ := d.tapes.get(maphash.Bytes(tapeSeed, k))
 	if t == nil || !bytes.Equal(t.ops[0].hard, k) {
 		return nil
 	}
@@ -381,8 +382,5 @@ func (e *Engine) saveTape(s *segment, g *graph, prog *program, dst []*Storage, a
 		t.inPlace[k] = true
 	}
 	t.key, t.donated = e.lastProg, len(aliases)
-	if len(e.d.tapes) >= maxTapes {
-		clear(e.d.tapes)
-	}
-	e.d.tapes[maphash.Bytes(tapeSeed, t.ops[0].hard)] = t
+	e.d.tapes.put(maphash.Bytes(tapeSeed, t.ops[0].hard), t)
 }

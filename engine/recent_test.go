@@ -14,7 +14,7 @@ func sigOf(i int) hlo.Hash {
 // any number of other signatures put before it and while it runs, and that
 // the table stays within maxPlans.
 func TestPlanTableKeepsTheSignaturesUsedLast(t *testing.T) {
-	var ps plans
+	ps := plans{bound: maxPlans}
 	loop := []*plan{{key: "a"}, {key: "b"}, nil}
 	for i := 0; i < 3*maxPlans; i++ {
 		ps.put(sigOf(1000000+i), &plan{})
@@ -29,7 +29,7 @@ func TestPlanTableKeepsTheSignaturesUsedLast(t *testing.T) {
 				}
 			}
 		}
-		if n := len(ps.cur) + len(ps.prev); n > maxPlans {
+		if n := ps.size(); n > maxPlans {
 			t.Fatalf("%d plans held, bound %d", n, maxPlans)
 		}
 	}
@@ -44,5 +44,22 @@ func TestPlanTableKeepsTheSignaturesUsedLast(t *testing.T) {
 	ps.reset()
 	if _, ok := ps.get(sigOf(1)); ok {
 		t.Fatal("reset kept a signature")
+	}
+}
+
+// TestTapeTableKeepsTheTapesUsedLast checks the step tapes' table at its own
+// bound: a tape used in every round of a loop survives maxTapes others.
+func TestTapeTableKeepsTheTapesUsedLast(t *testing.T) {
+	d := newDeviceState(0)
+	kept := &tape{}
+	d.tapes.put(1, kept)
+	for i := 0; i < 4*maxTapes; i++ {
+		d.tapes.put(uint64(100+i), &tape{})
+		if got, ok := d.tapes.get(1); !ok || got != kept {
+			t.Fatalf("after %d other tapes the loop's tape is gone", i+1)
+		}
+		if n := d.tapes.size(); n > maxTapes {
+			t.Fatalf("%d tapes held, bound %d", n, maxTapes)
+		}
 	}
 }
