@@ -34,7 +34,7 @@ def _on_tpu(build, mode):
     model = build().eval().to("tpu")
     torch._dynamo.reset()
     if mode == "compile":
-        model.forward = torch.compile(model.forward, backend="tpu", dynamic=False)
+        model.forward = torch.compile(model.forward, backend="tpu")
     return model
 
 

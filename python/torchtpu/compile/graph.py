@@ -8,7 +8,13 @@ tensor input (HuggingFace's generate() passes cache positions so) is copied to t
 and bound as a 0-dim program input, so a new value replays the same program. A graph that cannot
 become one program (an op without a tpu rule, a value read to the host, a CPU tensor input of
 higher rank) runs eagerly on tpu from then on, counted in torch.tpu.metrics(); in strict mode its ops are
-recorded in fused mode for the call, so that they still launch as one program."""
+recorded in fused mode for the call, so that they still launch as one program.
+
+A dynamic graph (Dynamo made some sizes symbolic: `dynamic=True`, `mark_dynamic`, or a size seen to change)
+captures one program per concrete shape for its first DYNAMIC_PROGRAMS shapes (a short last batch, a few
+bucketed lengths). Later new shapes are recorded in fused mode instead of captured: there a tensor grown a
+step at a time (a decoding loop's key/value cache) is held padded to a capacity (engine/pad.go), so the loop
+compiles one program per capacity, not one per length."""
 
 import hashlib
 import weakref
@@ -16,6 +22,9 @@ import weakref
 import torch
 
 from . import stats
+
+# DYNAMIC_PROGRAMS is how many concrete shapes a dynamic graph captures programs for.
+DYNAMIC_PROGRAMS = 2
 
 
 def _free(handles):
@@ -124,6 +133,7 @@ class CompiledGraph:
         self.dynamic = _is_dynamic(gm)
         self.programs = {}
         self.fallback = None
+        self._recorded = False  # a dynamic graph past DYNAMIC_PROGRAMS shapes: new shapes are recorded
         self._scalar_inputs = None  # why 0-dim CPU inputs cannot be bound ("" when they can), found once
         self._handles = []
         # The program the last call replayed when every input was a tpu tensor: the next call hands
@@ -174,6 +184,14 @@ class CompiledGraph:
                 if bound is args and len(tensors) == len(args) and not self.dynamic and not prog.seeded:
                     self._fast = prog
                 return prog.rebuild(results, tensors)
+        if self.dynamic and key not in self.programs and len(self.programs) >= DYNAMIC_PROGRAMS:
+            if not self._recorded:
+                self._recorded = True
+                stats.note_recorded(self.slot, DYNAMIC_PROGRAMS)
+            stats.bump("compiled_recorded_calls")
+            # 0-dim CPU inputs go as the device copies made above: uploaded values whose ranges the
+            # engine knows, so index checks on positions made from them read nothing.
+            return self._eager(bound)
         return self._capture(bound, tensors, scalars, key, device, mismatch)
 
     def _bind_reason(self, i, a, device):

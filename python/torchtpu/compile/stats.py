@@ -16,7 +16,7 @@ _last = {}
 def _zero():
     global _counts, _reasons, _fallback_reasons
     _counts = {"compiled_programs": 0, "compiled_replays": 0, "compiled_fallbacks": 0, "compiled_fallback_calls": 0,
-               "compiled_scalar_inputs": 0}
+               "compiled_scalar_inputs": 0, "compiled_recorded_calls": 0}
     _reasons = {}
     _fallback_reasons = {}
 
@@ -36,6 +36,15 @@ def note_fallback(reason):
         _fallback_reasons[reason] = _fallback_reasons.get(reason, 0) + 1
     if "recompiles" in _log_topics() or "fallbacks" in _log_topics():
         print(f"torchtpu: compiled graph runs eagerly: {reason}", file=sys.stderr)
+
+
+def note_recorded(slot, n):
+    """A dynamic graph that has captured n shapes' programs: its new shapes are recorded from now on."""
+    if "recompiles" in _log_topics():
+        frame, piece, role = slot
+        print(f"torchtpu: compiled frame {frame} graph {piece} {role} is dynamic and has programs for {n} shapes: "
+              "new shapes are recorded in fused mode (growing tensors padded, a program per capacity)",
+              file=sys.stderr)
 
 
 def snapshot():
