@@ -123,17 +123,19 @@ func (a *attnArgs) scores(b *hlo.Builder) *hlo.Value {
 func (a *attnArgs) rowDims() []int64 { return seq(len(a.batch) + 1) }
 
 // expScores returns exp(scores - rowmax) [..., L, S], its row sums and
-// logsumexp [..., L], as CPU's flash kernel forms them.
-func (a *attnArgs) expScores(b *hlo.Builder) (*hlo.Value, *hlo.Value, *hlo.Value) {
+// logsumexp [..., L], as CPU's flash kernel forms them, and where each row
+// reaches its maximum ([..., L, S], boolean).
+func (a *attnArgs) expScores(b *hlo.Builder) (p, sum, lse, top *hlo.Value) {
 	nb := int64(len(a.batch))
 	e := a.d.Elem()
 	sc := a.scores(b)
 	mx := b.Reduce(sc, b.Scalar(e, math.Inf(-1)), hlo.ReduceMax, nb+1)
 	// A fully masked row keeps max -inf; shift by 0 there so exp gives 0.
 	fin := b.Select(b.IsFinite(mx), mx, full(b, a.d, mx.T.Shape, 0))
-	p := b.Exp(b.Sub(sc, b.BroadcastInDim(fin, sc.T.Shape, a.rowDims())))
-	sum := b.Reduce(p, b.Scalar(e, 0), hlo.ReduceSum, nb+1)
-	return p, sum, b.Add(b.Log(sum), fin)
+	p = b.Exp(b.Sub(sc, b.BroadcastInDim(fin, sc.T.Shape, a.rowDims())))
+	sum = b.Reduce(p, b.Scalar(e, 0), hlo.ReduceSum, nb+1)
+	top = b.Compare(hlo.EQ, sc, b.BroadcastInDim(mx, sc.T.Shape, a.rowDims()))
+	return p, sum, b.Add(b.Log(sum), fin), top
 }
 
 // sdpaFlashCPU is _scaled_dot_product_flash_attention_for_cpu(query, key,
@@ -147,7 +149,7 @@ func sdpaFlashCPU(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	b := c.B
-	p, sum, lse := a.expScores(b)
+	p, sum, lse, _ := a.expScores(b)
 	if in := c.Meta(0).DType; in != a.d {
 		// CPU's kernel rounds the exponentials to the input's half type before the matmul.
 		p = b.Convert(b.Convert(p, in.Elem()), a.d.Elem())
@@ -196,7 +198,7 @@ func sdpaFlashCPUBackward(c *Ctx) ([]*hlo.Value, error) {
 		return nil, err
 	}
 	b := c.B
-	e, sum, _ := a.expScores(b)
+	e, sum, _, top := a.expScores(b)
 	// A fully masked row (sum 0) has weights 0.
 	zero := full(b, a.d, sum.T.Shape, 0)
 	inv := b.Select(b.Compare(hlo.GT, sum, zero), b.Div(full(b, a.d, sum.T.Shape, 1), sum), zero)
@@ -204,8 +206,16 @@ func sdpaFlashCPUBackward(c *Ctx) ([]*hlo.Value, error) {
 	bd := seq(len(a.batch))
 	nb := int64(len(a.batch))
 	g := b.Convert(c.T(0), a.d.Elem())
-	dv := b.DotGeneral(p, g, bd, bd, []int64{nb}, []int64{nb})                     // [..., S, Ev]
-	dp := b.DotGeneral(g, a.v, bd, bd, []int64{nb + 1}, []int64{nb + 1})           // [..., L, S]
+	dv := b.DotGeneral(p, g, bd, bd, []int64{nb}, []int64{nb})           // [..., S, Ev]
+	dp := b.DotGeneral(g, a.v, bd, bd, []int64{nb + 1}, []int64{nb + 1}) // [..., L, S]
+	// The correction p * (dp - rowsum(p * dp)) does not change when dp moves by a constant per row, as the
+	// weights sum to 1; measured from dp at the row's largest score, a saturated row's correction is 0
+	// where its weight is 1 whatever that weight's last bit (XLA's exp and divide give 1 - 2^-24 on some
+	// hosts, which left q and k gradients of 5e-4 where they are 1e-12).
+	at := b.Reduce(b.Select(top, dp, full(b, a.d, dp.T.Shape, math.Inf(-1))), b.Scalar(a.d.Elem(), math.Inf(-1)),
+		hlo.ReduceMax, nb+1)
+	at = b.Select(b.IsFinite(at), at, full(b, a.d, at.T.Shape, 0))
+	dp = b.Sub(dp, b.BroadcastInDim(at, dp.T.Shape, a.rowDims()))
 	rowDot := b.Reduce(b.Mul(p, dp), b.Scalar(a.d.Elem(), 0), hlo.ReduceSum, nb+1) // [..., L]
 	ds := b.Mul(p, b.Sub(dp, b.BroadcastInDim(rowDot, dp.T.Shape, a.rowDims())))
 	ds = b.Mul(ds, full(b, a.d, ds.T.Shape, a.scale))
