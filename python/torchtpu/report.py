@@ -40,6 +40,8 @@ def format_report(m):
     if m.get("compiled_programs_by_reason"):
         add("  torch.compile programs by reason " + ", ".join(
             f"{k}: {v}" for k, v in _by_count(m["compiled_programs_by_reason"])))
+    if m.get("compiled_recorded_calls"):
+        add(f"  torch.compile calls recorded fused (dynamic shapes past a graph's programs) {m['compiled_recorded_calls']}")
     add("Program cache:")
     add(f"  memory                 {m['cache_hits']} hits, {m['cache_misses']} misses "
         f"({_pct(m['cache_hits'], lookups)} hit)")
