@@ -223,7 +223,7 @@ func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan, 
 		return known, plain
 	}
 	skey := structuralKey(b.Key(outs, aliases))
-	solo = &plan{sources: p.sources, writes: p.writes, results: p.results, key: skey}
+	solo = &plan{sources: p.sources, writes: p.writes, results: p.results, key: skey, ranges: p.ranges}
 	if reusable {
 		e.d.plans.put(c.sig, solo)
 	}

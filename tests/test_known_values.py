@@ -205,3 +205,25 @@ def test_a_graph_capture_leaves_no_range_behind():
     assert counter.tolist() == [7, 7] and bool(flag) is True
     with pytest.raises(IndexError):
         table[counter].cpu()
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_index_checks_on_computed_indices_read_nothing(mode):
+    # Indices an op computes from uploaded ones carry a range the rule derives (here [3 - k, 9 - k]), in strict
+    # mode's cold runs and their one-op plans as in fused graphs: the index checks of in-range lookups read
+    # nothing, and an out-of-range one still raises. Strict mode's cold runs once dropped the ranges, and each
+    # check read its indices (generate()'s embedding lookups: two device syncs a token).
+    # Made on the device and not read before the loop: a read to the host would give tb a range of its own.
+    tw, tb = torch.randn(10, 4, device="tpu"), torch.tensor([1, 2, 3], device="tpu")
+    copies = _counts()[1]
+    got = []
+    for k in range(4):
+        i = tb * 3 - k
+        got.append(torch.index_select(tw, 0, i))
+        torch.tpu.synchronize()
+    assert _counts()[1] - copies == 0
+    w, base = tw.cpu(), tb.cpu()
+    for k, g in enumerate(got):
+        assert torch.equal(g.cpu(), torch.index_select(w, 0, base * 3 - k))
+    with pytest.raises(IndexError, match="index out of range"):
+        torch.index_select(tw, 0, tb * 3 - 4)
