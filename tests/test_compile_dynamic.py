@@ -79,3 +79,46 @@ def test_dynamic_true_captures_its_first_shapes_and_records_the_rest():
     first = res["first"]
     assert res["frames"] == 1 and first["compiled_programs"] == 2, res
     assert res["recorded"] == 2 * (12 - 2) and res["compiled_again"] <= 1, res
+
+
+TRAIN = """
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 3))
+tmodel = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 3))
+tmodel.load_state_dict(model.state_dict())
+tmodel = tmodel.to("tpu")
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+topt = torch.optim.SGD(tmodel.parameters(), lr=0.1, momentum=0.9)
+
+def step(m, o, x, y):
+    loss = F.cross_entropy(m(x), y)
+    loss.backward()
+    o.step()
+    o.zero_grad()
+    return loss
+
+cstep = torch.compile(step, backend="tpu", dynamic=True)
+losses, worst_grad = [], 0.0
+for n in [8, 6, 4, 7, 8, 5, 6, 4, 7, 5]:   # five batch sizes: the first at its static graph, two captured, the rest recorded
+    x, y = torch.randn(n, 6), torch.randint(0, 3, (n,))
+    want = step(model, opt, x, y).item()
+    got = cstep(tmodel, topt, x.to("tpu"), y.to("tpu")).item()
+    losses.append((got, want))
+diff = max((a.detach().cpu() - b.detach()).abs().max().item() for a, b in zip(tmodel.parameters(), model.parameters()))
+bufs = [topt.state[p]["momentum_buffer"].cpu() for p in tmodel.parameters()]
+wbufs = [opt.state[p]["momentum_buffer"] for p in model.parameters()]
+mom = max((a - b).abs().max().item() for a, b in zip(bufs, wbufs))
+m = torch.tpu.metrics()
+report(losses=losses, params=diff, momentum=mom, recorded=m["compiled_recorded_calls"], **counters())
+"""
+
+
+def test_a_dynamic_training_step_records_new_batch_sizes_like_cpu():
+    # Momentum buffers hold every step's gradients: equal buffers and parameters after ten steps at five batch
+    # sizes say the recorded steps' gradients equal CPU's, not only their losses.
+    res, _ = compile_util.run(TRAIN)
+    for got, want in res["losses"]:
+        assert abs(got - want) <= 1e-5 * max(1.0, abs(want)), res["losses"]
+    assert res["params"] < 1e-5 and res["momentum"] < 1e-5, res
+    assert res["compiled_fallbacks"] == 0, res["compiled_fallback_reasons"]
+    assert res["recorded"] > 0 and res["compiled_programs"] == 6, res  # forward and backward at three shapes
