@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,21 @@ type flushCtx struct {
 	ops      int
 	first    []string
 	compiled string // the compiled graph's name when a capture made the program (no flush)
+	padCaps  []int64
+}
+
+// bucket names the capacities of the growing tensors the graph holds padded
+// (pad.go), "" when it holds none: every size up to them runs its program.
+func (f *flushCtx) bucket() string {
+	if len(f.padCaps) == 0 {
+		return ""
+	}
+	caps := make([]string, len(f.padCaps))
+	for i, c := range f.padCaps {
+		caps[i] = strconv.FormatInt(c, 10)
+	}
+	return "; bucket: growing tensors padded to capacity " + strings.Join(caps, ", ") +
+		", every size up to it runs this program"
 }
 
 // site is the recompile call site of the flush: its reason and first op, or
@@ -117,8 +133,8 @@ func (e *Engine) noteProgram(key, how string, sum *hlo.Summary, t0 time.Time) {
 		if reason != reasonNew {
 			topic = "recompile"
 		}
-		fmt.Fprintf(os.Stderr, "torchtpu: %s at %q: %s: %s (%s program %s of %s in %.3f s)\n",
-			topic, e.fl.site(), reason, detail, how, key[:16], e.fl.what(), time.Since(t0).Seconds())
+		fmt.Fprintf(os.Stderr, "torchtpu: %s at %q: %s: %s%s (%s program %s of %s in %.3f s)\n",
+			topic, e.fl.site(), reason, detail, e.fl.bucket(), how, key[:16], e.fl.what(), time.Since(t0).Seconds())
 	}
 }
 

@@ -70,7 +70,7 @@ func (e *Engine) flushExtra() ([]*pjrt.Buffer, error) {
 		why = whySynchronize
 	}
 	tFlush := time.Now()
-	e.fl = flushCtx{reason: why, ops: g.ops, first: g.first}
+	e.fl = flushCtx{reason: why, ops: g.ops, first: g.first, padCaps: g.padCaps}
 	e.m.Flushes[why]++
 	defer e.span("flush", "flush: "+why, tFlush, TraceEvent{Ops: g.ops, Reason: why})
 	if stepped, err := e.launchSteps(g, outs, dst); stepped {

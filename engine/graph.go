@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"torchtpu/hlo"
@@ -29,6 +30,16 @@ type graph struct {
 	// numbers holds the parameters the numbers of op numbersOp read (opNumber).
 	numbers   map[*pjrt.Buffer]*hlo.Value
 	numbersOp uint64
+	// padCaps are the capacities of the padded storages the graph reads or
+	// makes (pad.go), named by the compile logs as the program's bucket.
+	padCaps []int64
+}
+
+// notePadCap notes that the graph reads or makes a value padded to capacity c.
+func (g *graph) notePadCap(c int64) {
+	if !slices.Contains(g.padCaps, c) {
+		g.padCaps = append(g.padCaps, c)
+	}
 }
 
 func newGraph() *graph {

@@ -444,6 +444,9 @@ func (e *Engine) newOutput(c *dispatch.Ctx, r *hlo.Value, k int) (OutTensor, err
 		grown = pr.Dim + 1
 	} else if ok {
 		r, pad = padResult(e.d.g.b, r, pr, order, d)
+		if pad != nil {
+			e.d.g.notePadCap(pad.cap)
+		}
 	}
 	r = laidOut(e.d.g.b, r, order)
 	shape := append([]int64{}, r.T.Shape...)

@@ -98,6 +98,7 @@ func (e *Engine) ReadPadded(h any, dim int) (dispatch.Padded, bool) {
 		return dispatch.Padded{}, false
 	}
 	size := e.windowStarts([]int64{st.shape[dim]})[0]
+	e.d.g.notePadCap(st.pad.cap)
 	return dispatch.Padded{V: e.physValue(st), Dim: dim, Cap: st.pad.cap, Size: size}, true
 }
 
@@ -208,6 +209,7 @@ func (e *Engine) readPaddedView(st *Storage, t *TensorDesc) (*hlo.Value, bool) {
 		sizes[j] = p.limit[j] - p.start[j]
 	}
 	b := e.d.g.b
+	e.d.g.notePadCap(st.pad.cap)
 	x := b.DynamicSlice(e.physValue(st), e.windowStarts(p.start), sizes)
 	return placeSlice(b, x, p, v), true
 }

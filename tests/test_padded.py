@@ -204,3 +204,21 @@ def test_a_graph_capture_binds_a_padded_tensor_at_its_size():
         same(out, (want + 1) * 2 + want[:, -1:] + 1)
     finally:
         torch.tpu.set_mode("strict")
+
+
+def test_the_compile_log_names_a_programs_bucket():
+    # TORCHTPU_LOG=compiles (and recompiles) says which capacity a program over growing tensors serves.
+    import compile_util
+
+    _, err = compile_util.run("""
+torch.tpu.set_mode("fused")
+ids = torch.randint(0, 1000, (1, 100), device="tpu")
+for k in range(40):   # sizes 101 to 140: capacity 128, then 256
+    ids = torch.cat([ids, (ids[:, -1:] * 3 + k) % 1000], dim=-1)
+    torch.tpu.synchronize()
+report(size=ids.shape[1])
+""", env={"TORCHTPU_LOG": "compiles"})
+    lines = [ln for ln in err.splitlines() if "bucket:" in ln]
+    assert any("padded to capacity 128," in ln for ln in lines), err[-3000:]
+    assert any("padded to capacity 256," in ln for ln in lines), err[-3000:]
+    assert all("every size up to it runs this program" in ln for ln in lines)
