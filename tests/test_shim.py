@@ -221,15 +221,19 @@ def test_writes_at_moving_positions_share_programs(mode):
                 c[i, j, 3] += 1
                 x[i, :, j] = y[5 - i, :, j] * 2
         return x.cpu(), c.cpu()
+    # Strict mode's background compiles count when they are taken in: an earlier test's, taken in during this
+    # loop, counted here (in two full runs of the suite the debug case counted 13 and 15, where it compiles 9
+    # to 12 alone; the likely cause, not shown directly). They are taken in first, and this loop's last.
+    torch.tpu.await_compiles()
     before = torch.tpu.metrics()["graphs_compiled"]
     got = run("tpu")
+    torch.tpu.await_compiles()
     compiled = torch.tpu.metrics()["graphs_compiled"] - before
     want = run("cpu")
     for g, w in zip(got, want):
         assert torch.equal(g, w)
-    # One program a position would be 24 or more. Alone this loop compiles 9 to 12 in every mode; in two full
-    # runs of the suite the debug-mode case compiled 13 and 15, after other files in the same worker (the
-    # state that adds them was not found), so the bound leaves room for that and still fails per position.
+    # One program a position would be 24 or more; the bound leaves room above 12 in case the cause above is not
+    # the whole story.
     assert compiled <= 16, f"{compiled} programs for 24 positions"
 
 
