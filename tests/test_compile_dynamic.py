@@ -124,3 +124,9 @@ def test_a_dynamic_training_step_records_new_batch_sizes_like_cpu():
     assert res["params"] < 1e-5 and res["momentum"] < 1e-5, res
     assert res["compiled_fallbacks"] == 0, res["compiled_fallback_reasons"]
     assert res["recorded"] > 0 and res["compiled_programs"] == 6, res  # forward and backward at three shapes
+
+
+def test_the_number_of_captured_shapes_is_a_setting():
+    res, _ = compile_util.run(DECODE.format(steps=12, kw="{\"dynamic\": True}"), env={"TORCHTPU_DYNAMIC_PROGRAMS": "5"})
+    assert res["worst"] < 1e-5 and res["cache_ok"], res
+    assert res["first"]["compiled_programs"] == 5 and res["recorded"] == 2 * (12 - 5), res

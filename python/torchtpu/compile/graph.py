@@ -17,14 +17,16 @@ step at a time (a decoding loop's key/value cache) is held padded to a capacity 
 compiles one program per capacity, not one per length."""
 
 import hashlib
+import os
 import weakref
 
 import torch
 
 from . import stats
 
-# DYNAMIC_PROGRAMS is how many concrete shapes a dynamic graph captures programs for.
-DYNAMIC_PROGRAMS = 2
+# DYNAMIC_PROGRAMS is how many concrete shapes a dynamic graph captures programs for
+# (TORCHTPU_DYNAMIC_PROGRAMS; a process that sees a few lengths over and over may want more).
+DYNAMIC_PROGRAMS = int(os.environ.get("TORCHTPU_DYNAMIC_PROGRAMS") or 2)
 
 
 def _free(handles):
