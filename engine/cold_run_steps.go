@@ -18,9 +18,11 @@ import (
 // the steps before it made. So a run computes exactly what its ops one by one
 // compute, and its compiles use every core. A step whose program would take
 // over a buffer still needed after it (a value two storages hold, one of which
-// the op overwrites in place) launches the op's program donating nothing. A
-// run some op of which noted no step (its op has no one-op program) launches
-// as one program instead.
+// the op overwrites in place) launches the op's program donating nothing. An
+// op whose result is the value it read (a copy into a new tensor) makes a
+// buffer anew, so storages sharing that value each keep one. A run some op of
+// which noted no step (its op has no one-op program) launches as one program
+// instead.
 
 // runStep is one op of a cold run: its program and how to bind it.
 type runStep struct {
@@ -208,6 +210,13 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 		}
 	}
 	temp := map[*hlo.Value]bool{} // made by a step, not yet released
+	// An output two storages hold, remade by a step that read it (an op whose
+	// result is its argument's value), keeps its earlier buffers for the others.
+	spare, want := map[*hlo.Value][]*pjrt.Buffer{}, map[*hlo.Value]int{}
+	for _, v := range outs {
+		want[v]++
+	}
+	stepMade := map[*hlo.Value]bool{}
 	var last *pjrt.Event
 	for i, st := range r.steps {
 		bufs := make([]*pjrt.Buffer, len(progs[i].used))
@@ -222,10 +231,13 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 		l := launch{key: st.key, ops: 1, device: e.dev.cur, donated: progs[i].donated}
 		ev, err := e.execute(l, progs[i].exe, bufs, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
 			for k, v := range st.outs {
-				if temp[v] { // an op that returns a value it read: its first buffer goes
+				switch { // an op that returns a value it read: its earlier buffer serves another storage, or goes
+				case stepMade[v] && final[v] && want[v] > 1:
+					spare[v], want[v] = append(spare[v], made[v]), want[v]-1
+				case stepMade[v] && final[v], temp[v]:
 					done = append(done, made[v])
 				}
-				made[v], temp[v] = rs[k], !final[v]
+				made[v], temp[v], stepMade[v] = rs[k], !final[v], true
 			}
 			for _, a := range st.args {
 				if a.v != nil && temp[a.v] && lastUse[a.v] == i {
@@ -245,9 +257,14 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 		last = ev
 	}
 	replaced := make([]*pjrt.Buffer, 0, len(dst))
+	given := map[*hlo.Value]bool{}
 	for i, st := range dst {
 		replaced = append(replaced, st.buf)
-		st.buf = made[outs[i]]
+		if v := outs[i]; given[v] {
+			st.buf, spare[v] = spare[v][0], spare[v][1:]
+		} else {
+			st.buf, given[v] = made[v], true
+		}
 	}
 	for v, live := range temp {
 		if live {
@@ -295,17 +312,15 @@ func (e *Engine) stepPrograms(r *coldRun, plain []bool) (progs []*program, ok bo
 
 // stepsHold reports whether steps can compute outs op by op from g's
 // parameters: every value a step reads is a parameter or a value an earlier
-// step made, and every output is a value some step makes, once. A step that
+// step made, and every output is made by steps as many times as storages hold
+// it (an op whose result is the value it read makes a buffer anew). A step that
 // would donate a value read after it, or an output, must launch its program
 // donating nothing: plain reports those steps; ok is false when such a step
 // has no such program.
 func stepsHold(g *graph, steps []runStep, outs []*hlo.Value) (plain []bool, ok bool) {
-	final := map[*hlo.Value]bool{}
+	held := map[*hlo.Value]int{} // the storages holding each output
 	for _, v := range outs {
-		if final[v] {
-			return nil, false
-		}
-		final[v] = true
+		held[v]++
 	}
 	lastUse := map[*hlo.Value]int{}
 	for i, st := range steps {
@@ -319,7 +334,7 @@ func stepsHold(g *graph, steps []runStep, outs []*hlo.Value) (plain []bool, ok b
 	for _, v := range g.paramOf {
 		have[v] = true
 	}
-	made := map[*hlo.Value]bool{}
+	made := map[*hlo.Value]int{}
 	plain = make([]bool, len(steps))
 	for i, st := range steps {
 		for _, a := range st.args {
@@ -328,7 +343,7 @@ func stepsHold(g *graph, steps []runStep, outs []*hlo.Value) (plain []bool, ok b
 			}
 		}
 		for _, v := range st.donates {
-			if final[v] || lastUse[v] > i {
+			if held[v] > 0 || lastUse[v] > i {
 				if st.plain == nil {
 					return nil, false
 				}
@@ -336,11 +351,12 @@ func stepsHold(g *graph, steps []runStep, outs []*hlo.Value) (plain []bool, ok b
 			}
 		}
 		for _, v := range st.outs {
-			have[v], made[v] = true, true
+			have[v] = true
+			made[v]++
 		}
 	}
-	for _, v := range outs {
-		if !made[v] {
+	for v, n := range held {
+		if made[v] < n {
 			return nil, false
 		}
 	}

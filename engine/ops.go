@@ -170,10 +170,14 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 	if s != nil {
 		e.noteTapeOp(s, p, args, outs, n0)
 	}
+	// An append in a cold run is left unplanned, not unplannable: a later run notes its step again.
+	coldAppend := len(c.Pads) > 0 && onlyAppends(c.Pads) && e.inColdRun()
 	if err := e.recorded(op); err != nil {
 		return nil, err
 	}
-	e.keepPlan(m, p)
+	if !coldAppend {
+		e.keepPlan(m, p)
+	}
 	return outs, nil
 }
 

@@ -124,6 +124,49 @@ def test_a_cold_run_of_writes_at_moving_positions_shares_programs():
     assert compiled <= 12, f"{compiled} programs for 21 positions"
 
 
+def test_a_copy_into_a_new_tensor_runs_op_by_op():
+    """copy_ into a new tensor of the same type gives it the value its source holds: two storages of one value
+    (generate()'s float copy of its logits). The run launches op by op, each storage with a buffer of its own:
+    writing one leaves the other as it was."""
+    x_cpu, w_cpu = randn(5, 7), randn(7, 9)
+    torch.tpu.await_compiles()
+    torch.tpu.reset_metrics()
+    x, w = x_cpu.to("tpu"), w_cpu.to("tpu")
+    a = (x @ w).tanh()  # new ops: a cold run starts
+    b = torch.empty_like(a)
+    b.copy_(a)
+    c = b * 3
+    want_a = (x_cpu @ w_cpu).tanh()
+    torch.testing.assert_close(c.cpu(), want_a * 3)  # the run launches: a and b hold one value
+    m = metrics()
+    assert m["strict_cold_runs"] == 1 and m["strict_cold_run_steps"] == m["executions"] == 4, m
+    b.add_(1)
+    a.mul_(2)
+    torch.testing.assert_close(a.cpu(), want_a * 2)
+    torch.testing.assert_close(b.cpu(), want_a + 1)
+
+
+def test_an_append_in_a_later_run_runs_op_by_op():
+    """generate()'s token step: a float copy of the logits (two storages of one value) and the token's first
+    append, in a cold run. The run launches op by op (it was compiled whole), and a second call compiles at most
+    the copy as an op of its own (its cold run started by the copy was compiled whole as well, the append having
+    been marked as never planned)."""
+    h_cpu, w_cpu, ids_cpu = randn(2, 8), randn(8, 50), randint(0, 50, 2, 5)
+    for call in range(2):
+        torch.tpu.await_compiles()
+        torch.tpu.reset_metrics()
+        h, w, ids = h_cpu.to("tpu"), w_cpu.to("tpu"), ids_cpu.to("tpu")
+        logits = h @ w
+        scores = torch.empty_like(logits)
+        scores.copy_(logits)
+        got = torch.cat([ids, scores.argmax(-1, keepdim=True) * 2 + 1], dim=-1)
+        want = torch.cat([ids_cpu, (h_cpu @ w_cpu).argmax(-1, keepdim=True) * 2 + 1], dim=-1)
+        assert torch.equal(got.cpu(), want), call
+        torch.tpu.await_compiles()
+        m = metrics()
+        assert m["strict_cold_run_steps"] == m["executions"] if call == 0 else m["graphs_compiled"] <= 1, (call, m)
+
+
 def test_out_of_range_index_in_a_run_raises_at_the_op():
     table_cpu = randn(7, 4)
     rows = [randn(5, 4) for _ in range(3)]

@@ -87,9 +87,9 @@ def check_sampling(build, prompt, mode, vocab, max_new_tokens=8, cache=None, **k
 def compare_decoding_programs(build, prompt, mode, cache=None, short=8, long=24, **kw):
     """Greedy generate() on tpu for `short` new tokens twice, then for `long`, each against CPU eager: the tokens
     must be equal, and the longer call must compile no program. (In strict mode the second call of a process may
-    compile one or two programs the first did not need: the first call runs the prefill as one cold run, the
-    second replays its ops' plans around an op that then runs alone, in another program's form. The third
-    call compares with a warmed process.) Tensors that grow a step at a time (the ids, the
+    compile one program the first did not need: the first call runs the prefill as one cold run, the second
+    replays its ops' plans around the copy of the logits, which then runs alone, in another program's form. The
+    third call compares with a warmed process.) Tensors that grow a step at a time (the ids, the
     positions, a dynamic key/value cache) are held padded (engine/pad.go), so the decoding steps inside one
     capacity run the same programs whatever their count. A static cache (cache="static") is made at the longer
     call's length for both calls, so that its own shapes do not change with max_new_tokens either."""
@@ -116,5 +116,5 @@ def compare_decoding_programs(build, prompt, mode, cache=None, short=8, long=24,
         assert torch.equal(got, want), f"{n} tokens: tpu {got.tolist()} vs CPU {want.tolist()}"
         _no_fallbacks(metrics)
         compiled.append(metrics["graphs_compiled"])
-    assert compiled[0] > 0 and compiled[1] <= 2 and compiled[2] == 0, \
+    assert compiled[0] > 0 and compiled[1] <= 1 and compiled[2] == 0, \
         f"programs compiled for {short} new tokens twice, then for {long}: {compiled}"
