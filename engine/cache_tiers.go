@@ -16,38 +16,54 @@ import (
 // plus a warning, and the recompile that follows overwrites it.
 func (e *Engine) loadStored(key string) (*pjrt.Executable, string) {
 	t0 := time.Now()
-	defer func() { e.m.LoadSeconds += time.Since(t0).Seconds() }()
+	l := e.lookupStored(key)
+	e.countLookup(l, time.Since(t0))
+	return l.exe, l.tier
+}
+
+// storedLookup is what asking the persistent tiers for a program found.
+type storedLookup struct {
+	exe   *pjrt.Executable // nil: no tier held a program that loads
+	tier  string           // the tier that held it
+	from  compile_cache.Source
+	asked compile_cache.Asked
+}
+
+// lookupStored asks the persistent tiers for key and loads what they hold.
+// It touches no engine state, so compile pool workers call it too.
+func (e *Engine) lookupStored(key string) storedLookup {
 	data, from, asked := e.tiers.Lookup(key)
-	var exe *pjrt.Executable
-	tier := "disk cache"
+	l := storedLookup{from: from, asked: asked, tier: "disk cache"}
 	if from == compile_cache.FromRemote {
-		tier = "remote cache"
+		l.tier = "remote cache"
 	}
 	if from != compile_cache.Missed {
 		var err error
-		if exe, err = e.client.DeserializeExecutable(data); err != nil {
-			fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s from the %s does not load (%v); recompiling\n", key, tier, err)
-			exe = nil
+		if l.exe, err = e.client.DeserializeExecutable(data); err != nil {
+			fmt.Fprintf(os.Stderr, "torchtpu: warning: compile cache entry %s from the %s does not load (%v); recompiling\n", key, l.tier, err)
+			l.exe = nil
 		}
 	}
-	if asked.Disk {
-		if exe != nil && from == compile_cache.FromDisk {
+	return l
+}
+
+// countLookup counts a lookup's hits and misses and the time it took.
+func (e *Engine) countLookup(l storedLookup, took time.Duration) {
+	e.m.LoadSeconds += took.Seconds()
+	if l.asked.Disk {
+		if l.exe != nil && l.from == compile_cache.FromDisk {
 			e.m.DiskHits++
 		} else {
 			e.m.DiskMisses++
 		}
 	}
-	if asked.Remote {
-		if exe != nil && from == compile_cache.FromRemote {
+	if l.asked.Remote {
+		if l.exe != nil && l.from == compile_cache.FromRemote {
 			e.m.RemoteHits++
 		} else {
 			e.m.RemoteMisses++
 		}
 	}
-	if exe == nil {
-		return nil, ""
-	}
-	return exe, tier
 }
 
 // storeCompiled writes a freshly compiled executable to every persistent tier.

@@ -81,9 +81,9 @@ func (e *Engine) cutColdRun(r *dispatch.Rule) error {
 
 // startColdRun decides, after a strict op recorded into an empty graph,
 // whether it is cold: its program is in neither the in-memory tier nor the
-// pool. A cold op's program is loaded from a persistent tier or its module
-// goes to the pool, and the graph stays pending as a cold run whose first
-// step is the op; the caller then does not flush.
+// pool. A cold op's module goes to the pool, which loads its program from a
+// persistent tier or compiles it, and the graph stays pending as a cold run
+// whose first step is the op; the caller then does not flush.
 func (e *Engine) startColdRun() bool {
 	g := e.d.g
 	if !e.coldRunsOn() || g.ops != 1 || len(g.extra) > 0 {
@@ -118,11 +118,7 @@ func (e *Engine) startColdRun() bool {
 		first.donates = append(first.donates, g.paramOf[g.params[k]])
 	}
 	g.cold = &coldRun{steps: []runStep{first}, stepwise: true}
-	if exe := e.loadProgram(e.fullKey(text, e.optionsFor(sum)), sum); exe != nil {
-		e.cache.Put(skey, &program{exe: exe, used: used, donated: len(aliases)}) // the run starts all the same
-	} else {
-		e.submit(skey, text, used, len(aliases), sum, e.fl)
-	}
+	e.submit(skey, text, used, len(aliases), sum, e.fl) // loaded or compiled by the pool
 	e.m.ColdRuns++
 	e.lastProg = skey
 	return true
@@ -149,7 +145,7 @@ func (e *Engine) markCold(m *planMark, op string, args []dispatch.Arg) {
 // a module with a parameter per input and parameter of p's fragment, the
 // fragment pasted on them, and the values of p's writes as results. A write
 // into an argument storage it read donates that storage's buffer, as a strict
-// flush would. The program is compiled by the pool unless a tier holds it.
+// flush would. The pool loads the program from a persistent tier or compiles it.
 // It returns the op's strict plan, or nil when it has none; a plan for an op
 // without a strict signature (an argument storage without a value), or that
 // uploads values of its own, gives a storage its first value or a new type or
@@ -232,13 +228,6 @@ func (e *Engine) soloPlan(op string, m *planMark, args []dispatch.Arg, p *plan, 
 	}
 	text, used := b.ModuleAliased(outs, aliases)
 	sum := b.Summarize(outs)
-	saved := e.fl
-	e.fl = fl
-	defer func() { e.fl = saved }()
-	if exe := e.loadProgram(e.fullKey(text, e.optionsFor(sum)), sum); exe != nil {
-		e.cache.Put(skey, &program{exe: exe, used: used, donated: len(aliases)})
-		return solo, plain
-	}
 	e.submit(skey, text, used, len(aliases), sum, fl)
 	return solo, plain
 }

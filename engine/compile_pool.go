@@ -15,7 +15,8 @@ import (
 
 // The compile pool compiles one-op programs off the critical path (cold
 // runs, cold_run.go). A job is a module text, its options and the key it has
-// in every tier; a worker compiles it and writes it to the persistent tiers.
+// in every tier; a worker loads it from the persistent tiers, or compiles it
+// and writes it there.
 // The engine, under its lock, adds finished programs to the in-memory tier
 // and its metrics (harvest), and waits for a job only when an op needs its
 // program now (awaitProgram). Workers touch no engine state.
@@ -34,6 +35,8 @@ type compileJob struct {
 	state              atomic.Int32 // jobQueued, jobRunning or jobTaken
 	queued, start, end time.Time
 	exe                *pjrt.Executable
+	stored             *storedLookup // what the persistent tiers held, when they were asked
+	looked             time.Duration // the time asking them took
 	err                error
 	done               chan struct{} // closed when the job has finished or was dropped
 }
@@ -112,9 +115,17 @@ func (e *Engine) compileWorker(p *compilePool) {
 				continue // the engine took it back and closed done
 			}
 			j.start = time.Now()
-			j.exe, j.err = e.client.Compile(j.text, j.options)
+			if e.tiers != nil { // a program another process compiled loads here, off the critical path too
+				p.store.Lock()
+				l := e.lookupStored(j.key)
+				p.store.Unlock()
+				j.stored, j.exe, j.looked = &l, l.exe, time.Since(j.start)
+			}
+			if j.exe == nil {
+				j.exe, j.err = e.client.Compile(j.text, j.options)
+			}
 			j.end = time.Now()
-			if j.err == nil && e.tiers != nil {
+			if j.err == nil && e.tiers != nil && j.stored.exe == nil {
 				if data, err := j.exe.Serialize(); err == nil {
 					p.store.Lock()
 					e.tiers.Store(j.key, data)
@@ -242,10 +253,19 @@ func (e *Engine) harvestJob(j *compileJob) {
 	}
 	saved := e.fl
 	e.fl = j.fl
-	e.m.CompileSeconds += j.end.Sub(j.start).Seconds()
-	e.m.GraphsCompiled++
-	e.noteProgram(j.key, "compiled", j.sum, j.start)
-	e.spanAt("compile", "compile (background)", j.start, j.end, TraceEvent{Key: j.skey, Ops: j.fl.ops, Reason: e.lastReason, Detail: j.fl.what()})
+	if j.stored != nil {
+		e.countLookup(*j.stored, j.looked)
+	}
+	if l := j.stored; l != nil && l.exe != nil {
+		e.m.BackgroundCompiles-- // loaded, not compiled
+		e.noteProgram(j.key, "loaded from "+l.tier, j.sum, j.start)
+		e.spanAt("load", "load from "+l.tier+" (background)", j.start, j.end, TraceEvent{Key: j.skey, Ops: j.fl.ops, Reason: e.lastReason})
+	} else {
+		e.m.CompileSeconds += j.end.Sub(j.start).Seconds()
+		e.m.GraphsCompiled++
+		e.noteProgram(j.key, "compiled", j.sum, j.start)
+		e.spanAt("compile", "compile (background)", j.start, j.end, TraceEvent{Key: j.skey, Ops: j.fl.ops, Reason: e.lastReason, Detail: j.fl.what()})
+	}
 	e.fl = saved
 	e.cache.Put(j.skey, &program{exe: j.exe, used: j.used, donated: j.donated})
 }
