@@ -153,8 +153,8 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 		return nil, err
 	}
 	var p *plan
-	// A replay would not keep padding; an append at its own size is still a cold run's step.
-	if (m.mode != planNone || tapeOnly) && (len(c.Pads) == 0 || onlyAppends(c.Pads) && e.inColdRun()) {
+	// A fused replay would not keep padding (a strict one does); an append at its own size is still a cold run's step.
+	if (m.mode != planNone || tapeOnly) && (len(c.Pads) == 0 || m.mode == planStrict || onlyAppends(c.Pads) && e.inColdRun()) {
 		p = e.learn(m, args, outs)
 		if p != nil && len(c.Ranges) > 0 {
 			e.noteRanges(p, args, outs)
@@ -163,7 +163,7 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 			sp, plain := e.soloPlan(op, m, args, p, len(c.Pads) == 0)
 			e.noteStep(sp, plain, m, p, args, outs)
 		}
-		if len(c.Pads) > 0 {
+		if len(c.Pads) > 0 && m.mode != planStrict {
 			p = nil
 		}
 	}

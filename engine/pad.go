@@ -31,10 +31,12 @@ import (
 //   - a write, a compiled program or graph binding it, or a collective first
 //     turns it back into a plain storage (unpad).
 //
-// Plans never cover an op that reads or makes a padded storage: the rule runs
-// each time. The bytes past a storage's size are not counted as allocated
-// (nor against TORCHTPU_MEMORY_LIMIT). TORCHTPU_PAD=0 turns padding off;
-// capacities start at TORCHTPU_PAD_MIN (default 128) and double.
+// In strict mode plans cover ops that read or make padded storages (a padded
+// argument's capacity is a part of the signature; plan_strict.go); fused
+// plans and step tapes do not, so there the rule runs each time. The bytes
+// past a storage's size are not counted as allocated (nor against
+// TORCHTPU_MEMORY_LIMIT). TORCHTPU_PAD=0 turns padding off; capacities start
+// at TORCHTPU_PAD_MIN (default 128) and double.
 
 // padding says how a storage's value is padded.
 type padding struct {

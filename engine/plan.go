@@ -121,6 +121,8 @@ type planWrite struct {
 	result, arg, idx int
 	dtype            dispatch.DType
 	shape            []int64
+	pad              *padding // strict mode: the padding a new result is held with (pad.go)
+	grown            int      // strict mode: a new result's append mark (Storage.grown)
 }
 
 // planMode says which fast path, if any, may plan the op about to run.
@@ -262,7 +264,7 @@ func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, kind sigKind) bool {
 	}
 	st, found := e.storages[t.Addr]
 	switch {
-	case !found || st.pad != nil:
+	case !found || st.pad != nil && kind != sigStrict: // a strict op binds a padded buffer as it is
 		return false
 	case kind == sigStrict && (!st.shaped || st.buf == nil || st.pending != nil):
 		return false
@@ -273,6 +275,12 @@ func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, kind sigKind) bool {
 	w.u(uint64(st.dtype))
 	w.i64s(st.shape)
 	w.u(uint64(st.grown)) // cat pads an append to an append
+	if st.pad != nil {
+		w.u(uint64(st.pad.dim + 1))
+		w.u(uint64(st.pad.cap))
+	} else {
+		w.u(0)
+	}
 	if pending {
 		w.u(uint64(storageState(st)))
 		if st.pending != nil {

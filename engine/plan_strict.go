@@ -8,7 +8,10 @@ import (
 // The strict fast path. In strict mode every op is a program of its own; a
 // plan (plan.go) launches that program directly: which argument storage or
 // cached number feeds each parameter, and which storage each result goes to.
-// No builder records and no text is printed.
+// No builder records and no text is printed. An op on a growing tensor is
+// planned too: a padded argument binds its buffer as it is (its capacity is a
+// part of the signature, its size a number the plan feeds), and a new result
+// the rule held padded, or marked as an append, is held so again.
 
 // makeStrictPlan learns how the op just lowered into the device's graph
 // (before its flush) maps onto its arguments, or returns nil when it cannot
@@ -53,12 +56,17 @@ func (e *Engine) makeStrictPlan(m *planMark, args []dispatch.Arg, outs []OutTens
 			continue
 		}
 		if r, ok := results[st.addr]; ok {
-			p.writes = append(p.writes, planWrite{result: r})
+			w := planWrite{result: r, grown: st.grown}
+			if st.pad != nil {
+				pad := *st.pad
+				w.pad = &pad
+			}
+			p.writes = append(p.writes, w)
 			continue
 		}
 		ai, ok := byAddr[st.addr]
-		if !ok {
-			return nil
+		if !ok || st.pad != nil || st.grown != 0 {
+			return nil // an argument left padded or marked as an append: not replayed
 		}
 		p.writes = append(p.writes, planWrite{result: -1, arg: ai[0], idx: ai[1]})
 	}
@@ -121,6 +129,17 @@ func (e *Engine) replayStrict(p *plan, args []dispatch.Arg) (outs []OutTensor, o
 			st := e.writtenStorage(sts, args, w)
 			replaced = append(replaced, st.buf)
 			st.buf, st.known = results[i], p.rangeOf(i)
+			switch {
+			case w.result < 0: // a write leaves its storage plain, as Engine.write does
+				st.pad, st.grown = nil, 0
+			case w.pad != nil || w.grown != 0: // a growing tensor's next size, held as the first call's
+				st.grown = w.grown
+				if w.pad != nil {
+					pad := *w.pad
+					st.pad = &pad
+				}
+				e.padSeen = true
+			}
 		}
 		return replaced
 	})
