@@ -266,15 +266,20 @@ func (e *Engine) sigTensor(w *sigWriter, t *TensorDesc, kind sigKind) bool {
 	switch {
 	case !found || st.pad != nil && kind != sigStrict: // a strict op binds a padded buffer as it is
 		return false
-	case kind == sigStrict && (!st.shaped || st.buf == nil || st.pending != nil):
-		return false
+	case kind == sigStrict && st.shaped && (st.buf == nil || st.pending != nil):
+		return false // a new storage (unshaped) is fine: the op gives it its value, shape and dtype
 	case kind == sigSolo && (!st.shaped || st.buf == nil && st.pending == nil):
 		return false
 	}
 	w.u(uint64(st.nbytes))
 	w.u(uint64(st.dtype))
 	w.i64s(st.shape)
-	w.u(uint64(st.grown)) // cat pads an append to an append
+	w.u(uint64(st.grown))       // cat pads an append to an append
+	if !pending && !st.shaped { // strict and solo signatures: a new storage the op gives its first value
+		w.u(1)
+	} else if !pending {
+		w.u(0)
+	}
 	if st.pad != nil {
 		w.u(uint64(st.pad.dim + 1))
 		w.u(uint64(st.pad.cap))

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+
 	"torchtpu/dispatch"
 	"torchtpu/pjrt"
 )
@@ -68,7 +70,8 @@ func (e *Engine) makeStrictPlan(m *planMark, args []dispatch.Arg, outs []OutTens
 		if !ok || st.pad != nil || st.grown != 0 {
 			return nil // an argument left padded or marked as an append: not replayed
 		}
-		p.writes = append(p.writes, planWrite{result: -1, arg: ai[0], idx: ai[1]})
+		// A new storage (copy_ into torch.empty) takes its dtype and shape from its first write.
+		p.writes = append(p.writes, planWrite{result: -1, arg: ai[0], idx: ai[1], dtype: st.dtype, shape: slices.Clone(st.shape)})
 	}
 	return p
 }
@@ -132,6 +135,9 @@ func (e *Engine) replayStrict(p *plan, args []dispatch.Arg) (outs []OutTensor, o
 			switch {
 			case w.result < 0: // a write leaves its storage plain, as Engine.write does
 				st.pad, st.grown = nil, 0
+				if !st.shaped {
+					st.shaped, st.dtype, st.shape = true, w.dtype, slices.Clone(w.shape)
+				}
 			case w.pad != nil || w.grown != 0: // a growing tensor's next size, held as the first call's
 				st.grown = w.grown
 				if w.pad != nil {

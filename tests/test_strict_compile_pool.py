@@ -167,6 +167,28 @@ def test_an_append_in_a_later_run_runs_op_by_op():
         assert m["strict_cold_run_steps"] == m["executions"] if call == 0 else m["graphs_compiled"] <= 1, (call, m)
 
 
+def test_copies_into_new_tensors_replay_strict_plans():
+    """A copy into a new tensor (`empty_like(x).copy_(x)`, `x.to(dtype)`, `x[:, ::2].contiguous()`) gives the
+    new storage its dtype and shape; strict mode plans it like any other op, so from the third call on every copy
+    replays its plan, with CPU's values, dtypes and strides (only the first replayed before: a new storage did not
+    plan)."""
+    w, h = randn(8, 16).to("tpu"), randn(2, 8).to("tpu")
+    hits = []
+    for _ in range(4):
+        logits = h @ w
+        before = metrics()["strict_fast_path_hits"]
+        a = torch.empty_like(logits)
+        a.copy_(logits)
+        b = logits.to(torch.float64)
+        c = logits[:, ::2].contiguous()
+        hits.append(metrics()["strict_fast_path_hits"] - before)
+        want = logits.cpu()
+        for got, ref in ((a, want), (b, want.to(torch.float64)), (c, want[:, ::2].contiguous())):
+            assert got.dtype == ref.dtype and got.stride() == ref.stride()
+            assert torch.equal(got.cpu(), ref)
+    assert hits[2:] == [3, 3], hits
+
+
 def test_out_of_range_index_in_a_run_raises_at_the_op():
     table_cpu = randn(7, 4)
     rows = [randn(5, 4) for _ in range(3)]
