@@ -30,9 +30,15 @@ type storedLookup struct {
 }
 
 // lookupStored asks the persistent tiers for key and loads what they hold.
-// It touches no engine state, so compile pool workers call it too.
 func (e *Engine) lookupStored(key string) storedLookup {
 	data, from, asked := e.tiers.Lookup(key)
+	return e.loadFound(key, data, from, asked)
+}
+
+// loadFound loads the program the tiers returned for key (data from tier
+// from, having asked the tiers in asked). It touches no engine state, so
+// compile pool workers call it too.
+func (e *Engine) loadFound(key string, data []byte, from compile_cache.Source, asked compile_cache.Asked) storedLookup {
 	l := storedLookup{from: from, asked: asked, tier: "disk cache"}
 	if from == compile_cache.FromRemote {
 		l.tier = "remote cache"

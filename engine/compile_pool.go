@@ -117,8 +117,9 @@ func (e *Engine) compileWorker(p *compilePool) {
 			j.start = time.Now()
 			if e.tiers != nil { // a program another process compiled loads here, off the critical path too
 				p.store.Lock()
-				l := e.lookupStored(j.key)
+				data, from, asked := e.tiers.Lookup(j.key)
 				p.store.Unlock()
+				l := e.loadFound(j.key, data, from, asked) // workers load in parallel
 				j.stored, j.exe, j.looked = &l, l.exe, time.Since(j.start)
 			}
 			if j.exe == nil {

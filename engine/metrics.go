@@ -18,7 +18,7 @@ type Metrics struct {
 	CompilesByReason   map[string]int64 `json:"compiles_by_reason"`    // programs compiled (not loaded from a persistent tier), by recompile reason
 	ColdRuns           int64            `json:"strict_cold_runs"`      // strict mode: runs of new ops recorded while their one-op programs compile (cold_run.go)
 	ColdRunSteps       int64            `json:"strict_cold_run_steps"` // strict mode: ops of cold runs launched one by one on their one-op programs (cold_run_steps.go)
-	BackgroundCompiles int64            `json:"background_compiles"`   // one-op programs handed to the compile pool (compile_pool.go)
+	BackgroundCompiles int64            `json:"background_compiles"`   // one-op programs the compile pool compiled (compile_pool.go; loads from the persistent tiers are hits)
 	CompileWaits       int64            `json:"compile_waits"`         // ops that waited for a background compile
 	CompileWaitSeconds float64          `json:"compile_wait_seconds"`  // the time they waited
 	CacheHits          int64            `json:"cache_hits"`            // in-memory tier hits (strict fast-path replays included)
