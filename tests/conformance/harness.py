@@ -41,6 +41,12 @@ NONDETERMINISTIC = {
 }
 
 
+def random_values(op, sample):
+    """Whether a sample's values are random: a nondeterministic op, or attention with dropout (dropout_p > 0)."""
+    p = sample.tree[2].get("dropout_p", 0)
+    return op.name in NONDETERMINISTIC or isinstance(p, (int, float)) and p > 0
+
+
 def load_op_db():
     from torch.testing._internal.common_methods_invocations import op_db
     return op_db
@@ -247,7 +253,7 @@ def run_sample(op, name, dtype_name, idx, direction, sample, emit, modes):
         for m in modes:
             emit(ev="result", mode=m, status="skipped", detail="cpu: " + first_line(e), **base)
         return
-    nondet = op.name in NONDETERMINISTIC
+    nondet = random_values(op, sample)
     strict_got = None
     for m in modes:
         emit(ev="start", mode=m, **base)
