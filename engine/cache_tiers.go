@@ -16,7 +16,8 @@ import (
 // plus a warning, and the recompile that follows overwrites it.
 func (e *Engine) loadStored(key string) (*pjrt.Executable, string) {
 	t0 := time.Now()
-	l := e.lookupStored(key)
+	data, from, asked := e.tiers.Lookup(key)
+	l := e.loadFound(key, data, from, asked)
 	e.countLookup(l, time.Since(t0))
 	return l.exe, l.tier
 }
@@ -27,12 +28,6 @@ type storedLookup struct {
 	tier  string           // the tier that held it
 	from  compile_cache.Source
 	asked compile_cache.Asked
-}
-
-// lookupStored asks the persistent tiers for key and loads what they hold.
-func (e *Engine) lookupStored(key string) storedLookup {
-	data, from, asked := e.tiers.Lookup(key)
-	return e.loadFound(key, data, from, asked)
 }
 
 // loadFound loads the program the tiers returned for key (data from tier

@@ -196,10 +196,13 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 	for b, v := range g.paramOf {
 		made[v] = b
 	}
-	// A value only steps read goes once its last reader has run, as its storage would op by op.
-	final := map[*hlo.Value]bool{}
+	// A value only steps read (want 0) goes once its last reader has run, as its
+	// storage would op by op. An output two storages hold, remade by a step that
+	// read it (an op whose result is its argument's value), keeps its earlier
+	// buffers for the others.
+	want := map[*hlo.Value]int{}
 	for _, v := range outs {
-		final[v] = true
+		want[v]++
 	}
 	lastUse := map[*hlo.Value]int{}
 	for i, st := range r.steps {
@@ -209,14 +212,9 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 			}
 		}
 	}
-	temp := map[*hlo.Value]bool{} // made by a step, not yet released
-	// An output two storages hold, remade by a step that read it (an op whose
-	// result is its argument's value), keeps its earlier buffers for the others.
-	spare, want := map[*hlo.Value][]*pjrt.Buffer{}, map[*hlo.Value]int{}
-	for _, v := range outs {
-		want[v]++
-	}
-	stepMade := map[*hlo.Value]bool{}
+	temp := map[*hlo.Value]bool{}     // made by a step, not yet released
+	stepMade := map[*hlo.Value]bool{} // made by a step (not a parameter)
+	spare := map[*hlo.Value][]*pjrt.Buffer{}
 	var last *pjrt.Event
 	for i, st := range r.steps {
 		bufs := make([]*pjrt.Buffer, len(progs[i].used))
@@ -232,12 +230,12 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 		ev, err := e.execute(l, progs[i].exe, bufs, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
 			for k, v := range st.outs {
 				switch { // an op that returns a value it read: its earlier buffer serves another storage, or goes
-				case stepMade[v] && final[v] && want[v] > 1:
+				case stepMade[v] && want[v] > 1:
 					spare[v], want[v] = append(spare[v], made[v]), want[v]-1
-				case stepMade[v] && final[v], temp[v]:
+				case stepMade[v] && want[v] > 0, temp[v]:
 					done = append(done, made[v])
 				}
-				made[v], temp[v], stepMade[v] = rs[k], !final[v], true
+				made[v], temp[v], stepMade[v] = rs[k], want[v] == 0, true
 			}
 			for _, a := range st.args {
 				if a.v != nil && temp[a.v] && lastUse[a.v] == i {

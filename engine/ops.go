@@ -153,25 +153,26 @@ func (e *Engine) runOp(op string, entry dispatch.Entry, device int, args []dispa
 		return nil, err
 	}
 	var p *plan
-	// A fused replay would not keep padding (a strict one does); an append at its own size is still a cold run's step.
-	if (m.mode != planNone || tapeOnly) && (len(c.Pads) == 0 || m.mode == planStrict || onlyAppends(c.Pads) && e.inColdRun()) {
+	// A fused replay would not keep padding (a strict one does); an append at its own size is still a cold run's
+	// step, left unplanned rather than unplannable, so that a later run notes its step again.
+	padded := len(c.Pads) > 0
+	coldAppend := padded && onlyAppends(c.Pads) && e.inColdRun()
+	if (m.mode != planNone || tapeOnly) && (!padded || m.mode == planStrict || coldAppend) {
 		p = e.learn(m, args, outs)
 		if p != nil && len(c.Ranges) > 0 {
 			e.noteRanges(p, args, outs)
 		}
 		if m.mode == planFused {
-			sp, plain := e.soloPlan(op, m, args, p, len(c.Pads) == 0)
+			sp, plain := e.soloPlan(op, m, args, p, !padded)
 			e.noteStep(sp, plain, m, p, args, outs)
 		}
-		if len(c.Pads) > 0 && m.mode != planStrict {
+		if padded && m.mode != planStrict {
 			p = nil
 		}
 	}
 	if s != nil {
 		e.noteTapeOp(s, p, args, outs, n0)
 	}
-	// An append in a cold run is left unplanned, not unplannable: a later run notes its step again.
-	coldAppend := len(c.Pads) > 0 && onlyAppends(c.Pads) && e.inColdRun()
 	if err := e.recorded(op); err != nil {
 		return nil, err
 	}
