@@ -227,7 +227,7 @@ func (e *Engine) launchSteps(g *graph, outs []*hlo.Value, dst []*Storage) (bool,
 		}
 		var done []*pjrt.Buffer
 		l := launch{key: st.key, ops: 1, device: e.dev.cur, donated: progs[i].donated}
-		ev, err := e.execute(l, progs[i].exe, bufs, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
+		ev, err := e.execute(l, progs[i].run(), bufs, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
 			for k, v := range st.outs {
 				switch { // an op that returns a value it read: its earlier buffer serves another storage, or goes
 				case stepMade[v] && want[v] > 1:

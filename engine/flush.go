@@ -15,12 +15,25 @@ import (
 // it takes, in order.
 type program struct {
 	exe     *pjrt.Executable
+	fill    *hostFill // set instead of exe for a program made from host bytes (host_fill.go)
 	used    []int
 	donated int // parameters the program takes over (its donation pairs)
 }
 
 // Destroy implements compile_cache.Entry.
-func (p *program) Destroy() { p.exe.Destroy() }
+func (p *program) Destroy() {
+	if p.exe != nil {
+		p.exe.Destroy()
+	}
+}
+
+// run returns what launches p.
+func (p *program) run() runner {
+	if p.fill != nil {
+		return p.fill
+	}
+	return p.exe
+}
 
 // flush lowers the pending graph to one module, compiles it (once per
 // distinct module) and launches it; results replace the storages' values.
@@ -178,7 +191,7 @@ func (e *Engine) launchGraph(g *graph, prog *program, dst []*Storage, donated in
 	}
 	var results []*pjrt.Buffer
 	l := launch{key: e.lastProg, ops: g.ops, device: e.dev.cur, donated: donated}
-	ev, err := e.execute(l, prog.exe, args, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
+	ev, err := e.execute(l, prog.run(), args, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
 		results = rs
 		replaced := make([]*pjrt.Buffer, 0, len(dst))
 		for i, st := range dst {
@@ -246,7 +259,11 @@ func (e *Engine) program(b *hlo.Builder, outs []*hlo.Value, aliases map[int]int)
 	}
 	e.m.CacheMisses++
 	text, used := b.ModuleAliased(outs, aliases)
-	exe, err := e.compileText(text, b.Summarize(outs))
+	sum := b.Summarize(outs)
+	if p := e.fillProgram(skey, sum, used); p != nil {
+		return p, nil
+	}
+	exe, err := e.compileText(text, sum)
 	if err != nil {
 		return nil, err
 	}

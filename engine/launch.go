@@ -22,7 +22,7 @@ type launch struct {
 // their storages and returns the buffers they replaced; those are kept with
 // the launch's completion event and dropped once it has finished (track), so
 // a launch that donates them returns at once.
-func (e *Engine) execute(l launch, exe *pjrt.Executable, args []*pjrt.Buffer, place func(results []*pjrt.Buffer) []*pjrt.Buffer) (*pjrt.Event, error) {
+func (e *Engine) execute(l launch, exe runner, args []*pjrt.Buffer, place func(results []*pjrt.Buffer) []*pjrt.Buffer) (*pjrt.Event, error) {
 	t0 := time.Now()
 	results, ev, err := exe.Execute(args, l.device)
 	if err != nil {

@@ -19,6 +19,7 @@ type Metrics struct {
 	ColdRuns           int64            `json:"strict_cold_runs"`      // strict mode: runs of new ops recorded while their one-op programs compile (cold_run.go)
 	ColdRunSteps       int64            `json:"strict_cold_run_steps"` // strict mode: ops of cold runs launched one by one on their one-op programs (cold_run_steps.go)
 	BackgroundCompiles int64            `json:"background_compiles"`   // one-op programs the compile pool compiled (compile_pool.go; loads from the persistent tiers are hits)
+	HostFills          int64            `json:"host_fills"`            // programs made from host bytes instead of compiled (host_fill.go)
 	CompileWaits       int64            `json:"compile_waits"`         // ops that waited for a background compile
 	CompileWaitSeconds float64          `json:"compile_wait_seconds"`  // the time they waited
 	CacheHits          int64            `json:"cache_hits"`            // in-memory tier hits (strict fast-path replays included)

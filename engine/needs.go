@@ -139,7 +139,7 @@ func (e *Engine) evaluateToHost(v *hlo.Value, dst []byte) error {
 	}
 	var out *pjrt.Buffer
 	l := launch{key: e.lastProg, what: "values " + e.curOp + " reads", ops: g.ops, device: e.dev.cur}
-	if _, err := e.execute(l, prog.exe, args, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
+	if _, err := e.execute(l, prog.run(), args, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
 		out = rs[0]
 		return nil
 	}); err != nil {

@@ -126,7 +126,7 @@ func (e *Engine) replayStrict(p *plan, args []dispatch.Arg) (outs []OutTensor, o
 		return nil, true, err
 	}
 	l := launch{key: p.key, ops: 1, device: e.dev.cur, donated: prog.donated}
-	_, err = e.execute(l, prog.exe, bufs, func(results []*pjrt.Buffer) []*pjrt.Buffer {
+	_, err = e.execute(l, prog.run(), bufs, func(results []*pjrt.Buffer) []*pjrt.Buffer {
 		var replaced []*pjrt.Buffer
 		for i, w := range p.writes {
 			st := e.writtenStorage(sts, args, w)

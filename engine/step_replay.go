@@ -355,7 +355,7 @@ func (e *Engine) launchReplay(s *segment) (bool, error) {
 	l := launch{key: t.key, ops: g.ops, device: e.dev.cur, donated: t.donated}
 	// Buffers of storages freed during the replay may be donated inputs: they are dropped with
 	// the buffers the results replace, once the launch has finished.
-	_, err := e.execute(l, prog.exe, args, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
+	_, err := e.execute(l, prog.run(), args, func(rs []*pjrt.Buffer) []*pjrt.Buffer {
 		replaced := append(make([]*pjrt.Buffer, 0, len(rs)+len(s.retired)), s.retired...)
 		for k, slot := range t.outs {
 			st := s.slots[slot]

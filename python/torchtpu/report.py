@@ -40,6 +40,8 @@ def format_report(m):
     if m.get("compiled_programs_by_reason"):
         add("  torch.compile programs by reason " + ", ".join(
             f"{k}: {v}" for k, v in _by_count(m["compiled_programs_by_reason"])))
+    if m.get("host_fills"):
+        add(f"  fills made on the host {m['host_fills']} (constant programs not compiled)")
     if m.get("compiled_recorded_calls"):
         add(f"  torch.compile calls recorded fused (dynamic shapes past a graph's programs) {m['compiled_recorded_calls']}")
     add("Program cache:")

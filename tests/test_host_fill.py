@@ -1,0 +1,121 @@
+"""Host fills (engine/host_fill.go): a program that reads nothing and fills its results with one constant
+(zeros, zeros_like, zero_ of a new tensor) is made from host bytes instead of compiled. Values, dtypes and
+strides stay CPU's, in every mode, on a first call and on replays; an in-place zero_ of a tensor a pending
+op still reads leaves that op its old values; an Adam optimizer's first step compiles no program for its
+state; fills above the size bound compile as before."""
+import json
+import os
+
+import pytest
+import torch
+
+import fork_server
+
+from conftest import Draws
+
+randn, randint = Draws(31).pair()
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32, torch.int16,
+          torch.int8, torch.uint8, torch.bool]
+
+
+def fills():
+    return torch.tpu.metrics()["host_fills"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_zeros_match_cpu(mode, dtype):
+    torch.tpu.reset_metrics()
+    for call in range(3):  # a first call, then replays
+        for shape in [(3, 5), (2, 1, 4), (), (0, 3)]:
+            x = torch.zeros(shape, dtype=dtype, device="tpu")
+            like = torch.zeros_like(torch.empty(shape, dtype=dtype).t() if len(shape) == 2 else
+                                    torch.empty(shape, dtype=dtype), device="tpu")
+            want_like = torch.zeros_like(torch.empty(shape, dtype=dtype).t() if len(shape) == 2 else
+                                         torch.empty(shape, dtype=dtype))
+            for got, want in ((x, torch.zeros(shape, dtype=dtype)), (like, want_like)):
+                c = got.cpu()
+                assert c.dtype == want.dtype and c.shape == want.shape and got.stride() == want.stride()
+                assert torch.equal(c, want), (call, shape)
+    if mode != "fused":  # fused mode records the fills into the graphs that read them
+        assert fills() >= 1
+
+
+def test_a_fill_compiles_nothing_and_a_large_one_compiles():
+    torch.tpu.set_mode("strict")
+    torch.tpu.synchronize()
+    torch.tpu.reset_metrics()
+    x = torch.zeros(7, 9, device="tpu")
+    assert torch.equal(x.cpu(), torch.zeros(7, 9))
+    m = torch.tpu.metrics()
+    assert m["host_fills"] == 1 and m["graphs_compiled"] == 0, m
+    big = torch.zeros(600, 1000, device="tpu")  # 2.4 MB: above the bound, a program
+    assert torch.equal(big.cpu(), torch.zeros(600, 1000))
+    m = torch.tpu.metrics()
+    assert m["host_fills"] == 1 and m["graphs_compiled"] == 1, m
+
+
+def test_zero_in_place_keeps_pending_readers_values(mode):
+    a0 = randn(64, 33)
+    for _ in range(3):
+        a = a0.to("tpu")
+        b = a * 2 + 1  # pending in fused mode, in flight in strict
+        v = a[3:9]
+        a.zero_()
+        c = a + 5
+        torch.testing.assert_close(b.cpu(), a0 * 2 + 1, rtol=0, atol=0)
+        assert torch.equal(a.cpu(), torch.zeros(64, 33)) and torch.equal(v.cpu(), torch.zeros(6, 33))
+        assert torch.equal(c.cpu(), torch.full((64, 33), 5.0))
+
+
+def test_nonzero_constants_are_not_taken_for_zeros():
+    torch.tpu.set_mode("strict")
+    for dtype in [torch.float32, torch.int64, torch.bool]:
+        for fill in (1, 3, -2):
+            want = torch.full((4, 3), fill, dtype=dtype)
+            got = torch.full((4, 3), fill, dtype=dtype, device="tpu")
+            assert torch.equal(got.cpu(), want), (dtype, fill)
+            ones = torch.ones(2, 5, dtype=dtype, device="tpu")
+            assert torch.equal(ones.cpu(), torch.ones(2, 5, dtype=dtype))
+
+
+ADAM = r"""
+import copy, json, sys
+import torch
+torch.tpu.set_mode("strict")
+opt_name = sys.argv[1]
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(12, 20), torch.nn.Tanh(), torch.nn.Linear(20, 3))
+x, y = torch.randn(16, 12), torch.randint(0, 3, (16,))
+models = {"cpu": model, "tpu": copy.deepcopy(model).to("tpu")}
+opts = {k: getattr(torch.optim, opt_name)(m.parameters(), lr=0.05) for k, m in models.items()}
+torch.tpu.synchronize()
+torch.tpu.reset_metrics()
+first = None
+for step in range(3):
+    for dev, m in models.items():
+        loss = torch.nn.functional.cross_entropy(m(x.to(dev)), y.to(dev))
+        opts[dev].zero_grad(set_to_none=True)
+        loss.backward()
+        opts[dev].step()
+    if step == 0:
+        first = torch.tpu.metrics()["host_fills"]
+for pc, pt in zip(models["cpu"].parameters(), models["tpu"].parameters()):
+    torch.testing.assert_close(pt.cpu(), pc, rtol=1e-5, atol=1e-6)
+    for k, v in opts["cpu"].state[pc].items():
+        vt = opts["tpu"].state[pt][k]
+        torch.testing.assert_close(vt.cpu(), v, rtol=1e-5, atol=1e-6, msg=k)
+        assert vt.stride() == v.stride() and vt.dtype == v.dtype, k
+print("M " + json.dumps({"fills": first, "shapes": len({tuple(p.shape) for p in model.parameters()})}))
+"""
+
+
+@pytest.mark.parametrize("opt_name", ["AdamW", "Adam", "Adagrad"])
+def test_adam_state_compiles_no_program_and_matches_cpu(opt_name):
+    """An optimizer that makes zeros for its state at its first step (a program per parameter shape before)
+    makes them from host bytes, in a fresh process; parameters and state equal CPU's after three steps."""
+    r = fork_server.run(ADAM, dict(os.environ, TORCHTPU_CACHE_DIR=""), timeout=300, args=[opt_name])
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout.split("M ")[1])
+    if opt_name != "Adagrad":  # Adagrad fills its sums with its initial value, a runtime number
+        assert m["fills"] == m["shapes"], m
