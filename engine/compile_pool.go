@@ -141,7 +141,7 @@ func (e *Engine) compileWorker(p *compilePool) {
 // submit hands the module text (from a builder whose parameters in order
 // are used, summarized by sum) to the pool's workers under structural key skey.
 func (e *Engine) submit(skey, text string, used []int, donated int, sum *hlo.Summary, fl flushCtx) {
-	if e.fillProgram(skey, sum, used) != nil {
+	if e.fillProgram(skey, text, sum, used) != nil {
 		return
 	}
 	p := e.pool()

@@ -25,6 +25,9 @@ func (p *program) Destroy() {
 	if p.exe != nil {
 		p.exe.Destroy()
 	}
+	if p.fill != nil && p.fill.exe != nil {
+		p.fill.exe.Destroy()
+	}
 }
 
 // run returns what launches p.
@@ -260,7 +263,7 @@ func (e *Engine) program(b *hlo.Builder, outs []*hlo.Value, aliases map[int]int)
 	e.m.CacheMisses++
 	text, used := b.ModuleAliased(outs, aliases)
 	sum := b.Summarize(outs)
-	if p := e.fillProgram(skey, sum, used); p != nil {
+	if p := e.fillProgram(skey, text, sum, used); p != nil {
 		return p, nil
 	}
 	exe, err := e.compileText(text, sum)

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"encoding/binary"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,13 +12,17 @@ import (
 	"torchtpu/pjrt"
 )
 
-// Host fills. A program that reads nothing and returns one constant in
-// every element of each result (`torch.zeros_like`, `zero_` of a new tensor:
-// the state an Adam optimizer makes at its first step, one program per
-// parameter shape) is not compiled: its results are made from host bytes,
-// which costs microseconds against a compile's tens of milliseconds. Fills of
-// more than hostFillMax bytes compile as other programs do, so that a large
-// fill repeated every step stays a device program rather than a host copy.
+// Host fills. A program that returns one value in every element of each
+// result, a constant (`torch.zeros_like`, `zero_` of a new tensor: the state
+// an Adam optimizer makes at its first step, one program per parameter shape)
+// or its one parameter (`torch.ones`, `torch.full`: a Python number, which is
+// a runtime input), is not compiled: its results are made from host bytes,
+// which costs microseconds against a compile's tens of milliseconds. A
+// parameter's value is known when its buffer is a cached number's; a fill
+// from another buffer (a 0-dim tensor's value) compiles the program then.
+// Fills of more than hostFillMax bytes compile as other programs do, so that
+// a large fill repeated every step stays a device program rather than a host
+// copy.
 
 // hostFillMax is the most bytes a host fill makes in one launch.
 const hostFillMax = 1 << 20
@@ -24,11 +30,17 @@ const hostFillMax = 1 << 20
 // hostFill makes a program's results from host bytes: the program's
 // runner when it is a fill.
 type hostFill struct {
-	client  *pjrt.Client
+	e       *Engine
 	results []hlo.Type
-	elem    []byte // one element of the constant, little-endian
+	elem    []byte // one element of the constant, little-endian (nil: the parameter's)
 	zero    bool
 	bytes   []byte // a non-zero fill's largest result, filled (zero fills share zeroHost)
+	// A fill from its parameter: the module, to compile when the parameter
+	// is not a cached number, and then its executable.
+	param bool
+	text  string
+	sum   *hlo.Summary
+	exe   *pjrt.Executable
 }
 
 // runner launches a program: a compiled executable or a host fill.
@@ -36,20 +48,27 @@ type runner interface {
 	Execute(args []*pjrt.Buffer, device int) ([]*pjrt.Buffer, *pjrt.Event, error)
 }
 
-// fillOf returns the host fill that computes the program summarized by sum,
-// or nil when it is not a fill: it has no parameters, its ops are one
-// constant and its broadcasts, and its results hold hostFillMax bytes at
-// most. A complex constant is not taken.
-func (e *Engine) fillOf(sum *hlo.Summary) *hostFill {
-	if sum == nil || len(sum.Params) > 0 || len(sum.Consts) != 1 || len(sum.Results) == 0 {
+// fillOf returns the host fill that computes the program summarized by sum
+// (module text), or nil when it is not a fill: its ops are one constant and
+// its broadcasts, or broadcasts of its one parameter, a scalar; its results
+// hold hostFillMax bytes at most. Complex values are not taken.
+func (e *Engine) fillOf(text string, sum *hlo.Summary) *hostFill {
+	if sum == nil || len(sum.Results) == 0 {
+		return nil
+	}
+	param := len(sum.Params) == 1 && sum.Params[0].Rank() == 0 && len(sum.Consts) == 0
+	if !param && (len(sum.Params) > 0 || len(sum.Consts) != 1) {
 		return nil
 	}
 	for _, op := range sum.Ops {
-		if op != "stablehlo.constant" && op != "stablehlo.broadcast_in_dim" {
+		if op != "stablehlo.broadcast_in_dim" && (param || op != "stablehlo.constant") {
 			return nil
 		}
 	}
 	el := sum.Results[0].Elem
+	if param && sum.Params[0].Elem != el {
+		return nil
+	}
 	total := 0
 	for _, t := range sum.Results {
 		if t.Elem != el {
@@ -60,25 +79,48 @@ func (e *Engine) fillOf(sum *hlo.Summary) *hostFill {
 	if total > hostFillMax || el.IsComplex() || el.Bits()%8 != 0 {
 		return nil
 	}
+	if param {
+		return &hostFill{e: e, results: sum.Results, param: true, text: text, sum: sum}
+	}
 	elem, ok := splatElement(sum.Consts[0], el)
 	if !ok {
 		return nil
 	}
-	f := &hostFill{client: e.client, results: sum.Results, elem: elem, zero: true}
+	f := &hostFill{e: e, results: sum.Results, elem: elem, zero: true}
 	for _, b := range elem {
 		f.zero = f.zero && b == 0
 	}
 	if !f.zero {
-		n := 0
-		for _, t := range sum.Results {
-			n = max(n, int(t.NumElements()))
-		}
-		f.bytes = make([]byte, 0, n*len(elem))
-		for range n {
-			f.bytes = append(f.bytes, elem...)
-		}
+		f.bytes = repeat(elem, sum.Results)
 	}
 	return f
+}
+
+// repeat returns elem repeated as many times as the largest of results has
+// elements.
+func repeat(elem []byte, results []hlo.Type) []byte {
+	n := 0
+	for _, t := range results {
+		n = max(n, int(t.NumElements()))
+	}
+	out := make([]byte, 0, n*len(elem))
+	for range n {
+		out = append(out, elem...)
+	}
+	return out
+}
+
+// compiled runs the fill's program, compiling it first if need be: a fill
+// from a parameter whose value the engine does not hold on the host.
+func (f *hostFill) compiled(args []*pjrt.Buffer, device int) ([]*pjrt.Buffer, *pjrt.Event, error) {
+	if f.exe == nil {
+		exe, err := f.e.compileText(f.text, f.sum)
+		if err != nil {
+			return nil, nil, err
+		}
+		f.exe = exe
+	}
+	return f.exe.Execute(args, device)
 }
 
 // splatElement returns the little-endian bytes of one element of type e of
@@ -149,16 +191,33 @@ func zeroBytes(n int) []byte {
 
 // Execute makes the fill's results on device from host bytes. The copies are
 // complete when it returns, so there is no event to wait for (nil, which is
-// always ready); args, a donated buffer included, are left to the caller.
-func (f *hostFill) Execute(_ []*pjrt.Buffer, device int) ([]*pjrt.Buffer, *pjrt.Event, error) {
+// always ready); args, a donated buffer included, are left to the caller. A
+// fill from a parameter that is not a cached number runs its program,
+// compiled on first need.
+func (f *hostFill) Execute(args []*pjrt.Buffer, device int) ([]*pjrt.Buffer, *pjrt.Event, error) {
+	elem, zero, bytes := f.elem, f.zero, f.bytes
+	if f.param {
+		k, ok := f.e.d.scalarOf[args[0]]
+		if !ok || f.exe != nil {
+			return f.compiled(args, device)
+		}
+		elem = encodeScalar(math.Float64frombits(k.bits), k.elem)
+		if k.exact {
+			elem = encodeInt(int64(k.bits), k.elem)
+		}
+		zero = !slices.ContainsFunc(elem, func(b byte) bool { return b != 0 })
+		if !zero {
+			bytes = repeat(elem, f.results)
+		}
+	}
 	outs := make([]*pjrt.Buffer, 0, len(f.results))
 	for _, t := range f.results {
-		n := int(t.NumElements()) * len(f.elem)
-		data := f.bytes
-		if f.zero {
+		n := int(t.NumElements()) * len(elem)
+		data := bytes
+		if zero {
 			data = zeroBytes(n)
 		}
-		b, err := f.client.BufferFromHost(data[:n], pjrtType(t.Elem), t.Shape, device)
+		b, err := f.e.client.BufferFromHost(data[:n], pjrtType(t.Elem), t.Shape, device)
 		if err != nil {
 			pjrt.DestroyBuffers(outs)
 			return nil, nil, err
@@ -172,9 +231,9 @@ func (f *hostFill) Execute(_ []*pjrt.Buffer, device int) ([]*pjrt.Buffer, *pjrt.
 // are used, into the in-memory tier under skey as a host fill and returns it,
 // when it is one; otherwise it returns nil. A donated parameter is dropped
 // after the launch, as a compiled program's would be.
-func (e *Engine) fillProgram(skey string, sum *hlo.Summary, used []int) *program {
-	f := e.fillOf(sum)
-	if f == nil {
+func (e *Engine) fillProgram(skey, text string, sum *hlo.Summary, used []int) *program {
+	f := e.fillOf(text, sum)
+	if f == nil || f.param && len(used) != 1 { // a fill from a parameter reads that one argument
 		return nil
 	}
 	p := &program{fill: f, used: used}

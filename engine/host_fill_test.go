@@ -53,27 +53,37 @@ func TestFillOf(t *testing.T) {
 	b := zero()
 	c := b.Constant(hlo.T(hlo.F32), 0)
 	outs := []*hlo.Value{b.BroadcastTo(c, []int64{3, 4}), b.BroadcastTo(c, []int64{5})}
-	f := e.fillOf(b.Summarize(outs))
+	f := e.fillOf("", b.Summarize(outs))
 	if f == nil || !f.zero || len(f.results) != 2 || f.results[0].NumElements() != 12 {
 		t.Fatalf("zeros of two shapes: %+v", f)
 	}
 	b = zero()
 	one := b.BroadcastTo(b.Constant(hlo.T(hlo.S16), 7), []int64{2, 3})
-	if f = e.fillOf(b.Summarize([]*hlo.Value{one})); f == nil || f.zero || !bytes.Equal(f.bytes, bytes.Repeat([]byte{7, 0}, 6)) {
+	if f = e.fillOf("", b.Summarize([]*hlo.Value{one})); f == nil || f.zero || !bytes.Equal(f.bytes, bytes.Repeat([]byte{7, 0}, 6)) {
 		t.Fatalf("sevens: %+v", f)
 	}
 	b = zero()
 	p := b.Param(hlo.T(hlo.F32))
-	if f = e.fillOf(b.Summarize([]*hlo.Value{b.BroadcastTo(p, []int64{4})})); f != nil {
-		t.Fatal("a broadcast parameter is not a fill")
+	if f = e.fillOf("", b.Summarize([]*hlo.Value{b.BroadcastTo(p, []int64{4})})); f == nil || !f.param {
+		t.Fatal("a broadcast scalar parameter is a fill from its value")
+	}
+	b = zero()
+	p = b.Param(hlo.T(hlo.F32, 2))
+	if f = e.fillOf("", b.Summarize([]*hlo.Value{b.BroadcastInDim(p, []int64{3, 2}, []int64{1})})); f != nil {
+		t.Fatal("a broadcast of a vector is not a fill")
+	}
+	b = zero()
+	p = b.Param(hlo.T(hlo.S64))
+	if f = e.fillOf("", b.Summarize([]*hlo.Value{b.BroadcastTo(b.Convert(p, hlo.F32), []int64{4})})); f != nil {
+		t.Fatal("a converted parameter is not a fill")
 	}
 	b = zero()
 	k := b.Constant(hlo.T(hlo.F32), 1)
-	if f = e.fillOf(b.Summarize([]*hlo.Value{b.Add(k, k)})); f != nil {
+	if f = e.fillOf("", b.Summarize([]*hlo.Value{b.Add(k, k)})); f != nil {
 		t.Fatal("an add is not a fill")
 	}
 	b = zero()
-	if f = e.fillOf(b.Summarize([]*hlo.Value{b.BroadcastTo(b.Constant(hlo.T(hlo.F32), 0), []int64{1024, 257})})); f != nil {
+	if f = e.fillOf("", b.Summarize([]*hlo.Value{b.BroadcastTo(b.Constant(hlo.T(hlo.F32), 0), []int64{1024, 257})})); f != nil {
 		t.Fatal("a fill past hostFillMax compiles")
 	}
 }

@@ -88,9 +88,9 @@ torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(12, 20), torch.nn.Tanh(), torch.nn.Linear(20, 3))
 x, y = torch.randn(16, 12), torch.randint(0, 3, (16,))
 models = {"cpu": model, "tpu": copy.deepcopy(model).to("tpu")}
-opts = {k: getattr(torch.optim, opt_name)(m.parameters(), lr=0.05) for k, m in models.items()}
 torch.tpu.synchronize()
 torch.tpu.reset_metrics()
+opts = {k: getattr(torch.optim, opt_name)(m.parameters(), lr=0.05) for k, m in models.items()}  # Adagrad fills here
 first = None
 for step in range(3):
     for dev, m in models.items():
@@ -117,5 +117,38 @@ def test_adam_state_compiles_no_program_and_matches_cpu(opt_name):
     r = fork_server.run(ADAM, dict(os.environ, TORCHTPU_CACHE_DIR=""), timeout=300, args=[opt_name])
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout.split("M ")[1])
-    if opt_name != "Adagrad":  # Adagrad fills its sums with its initial value, a runtime number
-        assert m["fills"] == m["shapes"], m
+    # one fill per parameter shape at least (Adagrad's sums fill with its initial value, a runtime number;
+    # backward's first gradient is a fill of ones)
+    assert m["fills"] >= m["shapes"], m
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_fills_from_numbers_match_cpu(mode, dtype):
+    """torch.full and torch.ones pass their value as a runtime number: the fill is made from it on the host."""
+    values = [1, 3, -2, 0.1, float("-inf"), float("nan"), 2**62 + 1, True, 255]
+    for call in range(2):
+        for v in values:
+            try:
+                want = torch.full((3, 4), v, dtype=dtype)
+            except RuntimeError as e:  # a value the dtype cannot hold: tpu refuses it too
+                with pytest.raises(RuntimeError, match="overflow|convert|value cannot"):
+                    torch.full((3, 4), v, dtype=dtype, device="tpu").cpu()
+                continue
+            got = torch.full((3, 4), v, dtype=dtype, device="tpu")
+            assert torch.equal(got.cpu(), want) or (want.isnan().all() and got.cpu().isnan().all()), (v, call)
+        for shape in [(5,), (2, 3, 2), ()]:
+            assert torch.equal(torch.ones(shape, dtype=dtype, device="tpu").cpu(), torch.ones(shape, dtype=dtype))
+            x = torch.empty(shape, dtype=dtype, device="tpu").fill_(1)
+            assert torch.equal(x.cpu(), torch.ones(shape, dtype=dtype))
+
+
+def test_fill_from_a_tensor_value_compiles_and_alternates_with_numbers(mode):
+    """The same fill program fed a 0-dim tpu tensor (no host value) runs compiled; fed numbers, from the host."""
+    for k in range(3):
+        t = torch.tensor(2.5 + k, device="tpu")
+        x = torch.empty(4, 3, device="tpu").fill_(t)
+        y = torch.empty(4, 3, device="tpu").fill_(7.0 + k)
+        z = torch.full((4, 3), -1.5 * k, device="tpu")
+        assert torch.equal(x.cpu(), torch.full((4, 3), 2.5 + k))
+        assert torch.equal(y.cpu(), torch.full((4, 3), 7.0 + k))
+        assert torch.equal(z.cpu(), torch.full((4, 3), -1.5 * k))
