@@ -180,6 +180,7 @@ var zeroHost struct {
 	b []byte
 }
 
+// zeroBytes returns n zero bytes from zeroHost, growing it first if need be.
 func zeroBytes(n int) []byte {
 	zeroHost.Lock()
 	defer zeroHost.Unlock()
