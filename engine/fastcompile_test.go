@@ -114,6 +114,22 @@ func TestSmallProgramsCompileFast(t *testing.T) {
 	_, err = e.program(edge, edgeOut, nil)
 	require.NoError(t, err)
 	require.Equal(t, e.fastOptions, e.lastOptions, "a program of exactly the limit is small")
+
+	for _, n := range []int{smallProgramResults, smallProgramResults + 1} {
+		many := hlo.NewBuilder() // a foreach op's shape: one small op per result
+		var outs []*hlo.Value
+		for i := 0; i < n; i++ {
+			x := many.Param(hlo.T(hlo.F32, int64(i+1)))
+			outs = append(outs, many.Mul(x, x))
+		}
+		_, err = e.program(many, outs, nil)
+		require.NoError(t, err)
+		if n <= smallProgramResults {
+			require.Equal(t, e.fastOptions, e.lastOptions, "%d results are few", n)
+		} else {
+			require.Equal(t, e.options, e.lastOptions, "%d results compile with the defaults", n)
+		}
+	}
 }
 
 func TestFastCompileOff(t *testing.T) {
