@@ -160,3 +160,16 @@ def test_fill_from_a_tensor_value_compiles_and_alternates_with_numbers(mode):
         assert torch.equal(x.cpu(), torch.full((4, 3), 2.5 + k))
         assert torch.equal(y.cpu(), torch.full((4, 3), 7.0 + k))
         assert torch.equal(z.cpu(), torch.full((4, 3), -1.5 * k))
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2, torch.complex32, torch.complex64,
+                                   torch.uint16, torch.uint32, torch.uint64], ids=str)
+def test_fills_of_other_dtypes_match_cpu(mode, dtype):
+    """float8 (stored in its XLA type), complex32 (held as pairs of float16) and complex64 (not a host fill),
+    unsigned: the bytes CPU holds."""
+    for make in (lambda dev: torch.zeros(3, 4, dtype=dtype, device=dev),
+                 lambda dev: torch.ones(3, 4, dtype=dtype, device=dev),
+                 lambda dev: torch.full((3, 4), 2, dtype=dtype, device=dev)):
+        want, got = make("cpu"), make("tpu").cpu()
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert torch.equal(got.view(torch.uint8), want.view(torch.uint8))
