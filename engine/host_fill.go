@@ -49,19 +49,29 @@ type runner interface {
 }
 
 // fillOf returns the host fill that computes the program summarized by sum
-// (module text), or nil when it is not a fill: its ops are one constant and
-// its broadcasts, or broadcasts of its one parameter, a scalar; its results
-// hold hostFillMax bytes at most. Complex values are not taken.
+// (module text), or nil when it is not a fill: its results hold hostFillMax
+// bytes at most, all of one element type, and either it broadcasts its one
+// parameter, a scalar, or it has no parameter and its constants of that type
+// all hold one value, which broadcasts, reshapes, transposes and writes of
+// one part into another (a fill of a new storage laid out in another memory
+// order, whose integer constants are the write's start indices) keep in every
+// element. Complex values are not taken.
 func (e *Engine) fillOf(text string, sum *hlo.Summary) *hostFill {
 	if sum == nil || len(sum.Results) == 0 {
 		return nil
 	}
 	param := len(sum.Params) == 1 && sum.Params[0].Rank() == 0 && len(sum.Consts) == 0
-	if !param && (len(sum.Params) > 0 || len(sum.Consts) != 1) {
+	if !param && len(sum.Params) > 0 {
 		return nil
 	}
 	for _, op := range sum.Ops {
-		if op != "stablehlo.broadcast_in_dim" && (param || op != "stablehlo.constant") {
+		switch op {
+		case "stablehlo.broadcast_in_dim":
+		case "stablehlo.constant", "stablehlo.reshape", "stablehlo.transpose", "stablehlo.dynamic_update_slice":
+			if param {
+				return nil
+			}
+		default:
 			return nil
 		}
 	}
@@ -82,7 +92,7 @@ func (e *Engine) fillOf(text string, sum *hlo.Summary) *hostFill {
 	if param {
 		return &hostFill{e: e, results: sum.Results, param: true, text: text, sum: sum}
 	}
-	elem, ok := splatElement(sum.Consts[0], el)
+	elem, ok := splatValue(sum.Consts, el)
 	if !ok {
 		return nil
 	}
@@ -94,6 +104,29 @@ func (e *Engine) fillOf(text string, sum *hlo.Summary) *hostFill {
 		f.bytes = repeat(elem, sum.Results)
 	}
 	return f
+}
+
+// splatValue returns the one element of type el that the constants consts
+// hold, or false when they hold none or two: a constant that is not a splat
+// of el must be an integer (a start index, which a write's result does not
+// hold). An integer el cannot tell its values from start indices, so its
+// constants must all be one literal.
+func splatValue(consts []string, el hlo.Elem) ([]byte, bool) {
+	var lit string
+	var elem []byte
+	for _, c := range consts {
+		if v, ok := splatElement(c, el); ok {
+			if lit != "" && c != lit {
+				return nil, false
+			}
+			lit, elem = c, v
+			continue
+		}
+		if _, ok := splatElement(c, hlo.S64); !ok {
+			return nil, false
+		}
+	}
+	return elem, lit != ""
 }
 
 // repeat returns elem repeated as many times as the largest of results has

@@ -47,7 +47,11 @@ x = torch.zeros(7, 9, device="tpu"); x.cpu(); note("zeros")
 y = torch.zeros(7, 9, device="tpu"); y.cpu(); note("zeros again")
 z = torch.full((3, 5), 2.5, device="tpu"); z.cpu(); note("full")
 o = torch.ones(3, 5, device="tpu"); o.cpu(); note("ones")
+cl = torch.zeros_like(torch.empty(2, 3, 4, 5, memory_format=torch.channels_last), device="tpu")
+torch.tpu.synchronize()
+note("channels_last zeros")  # zeros written in memory order into a new storage: still one value everywhere
 b = torch.zeros(600, 1000, device="tpu"); b.cpu(); note("large zeros")
+assert cl.stride() == (60, 1, 15, 3) and torch.equal(cl.cpu(), torch.zeros(2, 3, 4, 5))  # its read compiles
 print("M " + json.dumps(counts))
 """
 
@@ -60,7 +64,7 @@ def test_fills_compile_nothing_and_a_large_one_compiles(run_mode):
     assert r.returncode == 0, r.stderr
     counts = json.loads(r.stdout.split("M ")[1])
     assert counts == [["zeros", 1, 0], ["zeros again", 1, 0], ["full", 2, 0], ["ones", 2, 0],
-                      ["large zeros", 2, 1]], counts
+                      ["channels_last zeros", 3, 0], ["large zeros", 3, 1]], counts
 
 
 def test_zero_in_place_keeps_pending_readers_values(mode):
@@ -91,10 +95,15 @@ ADAM = r"""
 import copy, json, sys
 import torch
 torch.tpu.set_mode("strict")
-opt_name = sys.argv[1]
+opt_name, kind = sys.argv[1], sys.argv[2]
 torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(12, 20), torch.nn.Tanh(), torch.nn.Linear(20, 3))
-x, y = torch.randn(16, 12), torch.randint(0, 3, (16,))
+if kind == "mlp":
+    model = torch.nn.Sequential(torch.nn.Linear(12, 20), torch.nn.Tanh(), torch.nn.Linear(20, 3))
+    x, y = torch.randn(16, 12), torch.randint(0, 3, (16,))
+else:  # a channels_last conv net: Adam's state of its weights is laid out channels_last too
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 6, 3), torch.nn.ReLU(), torch.nn.Conv2d(6, 4, 3), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 4 * 4, 3)).to(memory_format=torch.channels_last)
+    x, y = torch.randn(5, 3, 8, 8).to(memory_format=torch.channels_last), torch.randint(0, 3, (5,))
 models = {"cpu": model, "tpu": copy.deepcopy(model).to("tpu")}
 torch.tpu.synchronize()
 torch.tpu.reset_metrics()
@@ -118,11 +127,11 @@ print("M " + json.dumps({"fills": first, "shapes": len({tuple(p.shape) for p in 
 """
 
 
-@pytest.mark.parametrize("opt_name", ["AdamW", "Adam", "Adagrad"])
-def test_adam_state_compiles_no_program_and_matches_cpu(opt_name):
+@pytest.mark.parametrize("opt_name,kind", [("AdamW", "mlp"), ("Adam", "mlp"), ("Adagrad", "mlp"), ("Adam", "conv")])
+def test_adam_state_compiles_no_program_and_matches_cpu(opt_name, kind):
     """An optimizer that makes zeros for its state at its first step (a program per parameter shape before)
     makes them from host bytes, in a fresh process; parameters and state equal CPU's after three steps."""
-    r = fork_server.run(ADAM, dict(os.environ, TORCHTPU_CACHE_DIR=""), timeout=300, args=[opt_name])
+    r = fork_server.run(ADAM, dict(os.environ, TORCHTPU_CACHE_DIR=""), timeout=300, args=[opt_name, kind])
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout.split("M ")[1])
     # one fill per parameter shape at least (Adagrad's sums fill with its initial value, a runtime number;
