@@ -17,6 +17,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <numeric>
+
 #include "allocator.h"
 #include "device_guard.h"
 #include "errors.h"
@@ -355,12 +358,30 @@ void read_into(const at::Tensor& src, const at::Tensor& dst) {
 }  // namespace
 
 bool to_host_into(const at::Tensor& src, const at::Tensor& dst) {
-  if (!dst.is_contiguous() || dst.scalar_type() != src.scalar_type() || !dst.sizes().equals(src.sizes()) ||
-      dst.is_conj() || dst.is_neg() || src.is_conj() || src.is_neg()) {
+  if (dst.scalar_type() != src.scalar_type() || !dst.sizes().equals(src.sizes()) || dst.is_conj() || dst.is_neg() ||
+      src.is_conj() || src.is_neg()) {
+    return false;
+  }
+  if (dst.is_contiguous()) {
+    check_usable();
+    read_into(src, dst);
+    return true;
+  }
+  // A dense tensor in another memory order (channels_last, a transpose) copied into a host tensor of the same
+  // strides (`.cpu()` keeps them): both seen in that memory order are contiguous, and the tpu view is then
+  // often its whole storage, which is read from its buffer as it is, with no program.
+  if (!dst.strides().equals(src.strides()) || !src.is_non_overlapping_and_dense()) {
+    return false;
+  }
+  std::vector<int64_t> order(static_cast<size_t>(src.dim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return src.stride(a) > src.stride(b); });
+  const at::Tensor d = dst.permute(order);
+  if (!d.is_contiguous()) {
     return false;
   }
   check_usable();
-  read_into(src, dst);
+  read_into(src.permute(order), d);
   return true;
 }
 

@@ -314,3 +314,34 @@ def test_batch_norm_result_takes_the_inputs_suggested_format(mode, layout):
         torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
     f = F.batch_norm(x.to("tpu"), None, None, training=True)
     assert f.stride() == F.batch_norm(x, None, None, training=True).stride()
+
+
+@pytest.mark.parametrize("case", ["channels_last", "channels_last_3d", "transpose", "permute3", "size1", "strided"])
+def test_dense_permuted_tensors_read_back_in_memory_order(mode, case):
+    """`.cpu()` of a dense tensor in another memory order gives CPU's strides and values; in strict mode the
+    tpu tensor that is its whole storage is read from its buffer as it is (no program), and a view that is not
+    dense still reads right."""
+    g = torch.Generator().manual_seed(3)
+    base = {"channels_last": lambda: torch.randn(2, 5, 3, 7, generator=g).to(memory_format=torch.channels_last),
+            "channels_last_3d": lambda: torch.randn(2, 3, 4, 3, 5, generator=g).to(memory_format=torch.channels_last_3d),
+            "transpose": lambda: torch.randn(9, 11, generator=g).t(),
+            "permute3": lambda: torch.randn(3, 4, 5, generator=g).permute(2, 0, 1),
+            "size1": lambda: torch.randn(1, 6, 1, generator=g).permute(2, 1, 0),
+            "strided": lambda: torch.randn(8, 10, generator=g)[:, ::2]}[case]()
+    x = base.to("tpu") if case in ("channels_last", "channels_last_3d") else None
+    if x is None:  # the view is made on tpu, of a storage laid out as the CPU one's base
+        t = base._base if base._base is not None else base
+        views = {"transpose": lambda v: v.t(), "permute3": lambda v: v.permute(2, 0, 1),
+                 "size1": lambda v: v.permute(2, 1, 0), "strided": lambda v: v[:, ::2]}
+        x = views[case](t.to("tpu"))
+    y = x * 3  # a result in the same memory order
+    want_x, want_y = base, base * 3
+    torch.tpu.synchronize()
+    torch.tpu.reset_metrics()
+    # A copy to the host has the strides CPU's copy of the same tensor has (preserve_format). y of size1: CPU's
+    # TensorIterator and its meta kernel differ in the stride of a size-1 dimension there.
+    for got, want in ((x, want_x), (y, want_y))[:1 if case == "size1" else 2]:
+        host, ref = got.cpu(), want.clone()
+        assert host.stride() == ref.stride() and torch.equal(host, ref), (host.stride(), ref.stride())
+    if mode == "strict" and case in ("channels_last", "transpose", "size1"):
+        assert torch.tpu.metrics()["graphs_compiled"] == 0
