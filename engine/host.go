@@ -111,7 +111,7 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	// A whole storage is read from its own buffer, after the flush that computes it when it is
 	// pending: as an extra output, its value would be a second output of the graph, which XLA
 	// fills by copying the first.
-	if (st.pending != nil || st.buf != nil) && st.dtype == t.DType && t.offsetFreeWhole(st.shape) {
+	if (st.pending != nil || st.buf != nil) && st.dtype == t.DType && (t.offsetFreeWhole(st.shape) || t.allInOrder(st)) {
 		if err := e.flush(); err != nil {
 			return err
 		}
@@ -166,6 +166,14 @@ func (e *Engine) copyToHost(b *pjrt.Buffer, dst []byte, what string) error {
 
 func (t *TensorDesc) offsetFreeWhole(base []int64) bool {
 	return t.Offset == 0 && slices.Equal(t.Sizes, base) && t.view().isContiguous()
+}
+
+// allInOrder reports whether the view t holds every element of the plain
+// storage st in its buffer's order, whatever the shapes: a contiguous view at
+// offset 0 of as many elements (a channels_last tensor made as a flat storage,
+// seen in memory order), whose host bytes are the buffer's.
+func (t *TensorDesc) allInOrder(st *Storage) bool {
+	return st.pad == nil && st.shaped && t.Offset == 0 && numel(t.Sizes) == numel(st.shape) && t.view().isContiguous()
 }
 
 // Int64s implements dispatch.Reader: the values of an integer tensor, read to

@@ -316,7 +316,8 @@ def test_batch_norm_result_takes_the_inputs_suggested_format(mode, layout):
     assert f.stride() == F.batch_norm(x, None, None, training=True).stride()
 
 
-@pytest.mark.parametrize("case", ["channels_last", "channels_last_3d", "transpose", "permute3", "size1", "strided"])
+@pytest.mark.parametrize("case", ["channels_last", "converted", "channels_last_3d", "transpose", "permute3", "size1",
+                                  "strided"])
 def test_dense_permuted_tensors_read_back_in_memory_order(mode, case):
     """`.cpu()` of a dense tensor in another memory order gives CPU's strides and values; in strict mode the
     tpu tensor that is its whole storage is read from its buffer as it is (no program), and a view that is not
@@ -327,8 +328,13 @@ def test_dense_permuted_tensors_read_back_in_memory_order(mode, case):
             "transpose": lambda: torch.randn(9, 11, generator=g).t(),
             "permute3": lambda: torch.randn(3, 4, 5, generator=g).permute(2, 0, 1),
             "size1": lambda: torch.randn(1, 6, 1, generator=g).permute(2, 1, 0),
-            "strided": lambda: torch.randn(8, 10, generator=g)[:, ::2]}[case]()
+            "strided": lambda: torch.randn(8, 10, generator=g)[:, ::2],
+            "converted": lambda: None}[case]()
     x = base.to("tpu") if case in ("channels_last", "channels_last_3d") else None
+    if case == "converted":  # made on tpu: a new storage written in memory order (as model.to(memory_format=...))
+        base = torch.randn(4, 6, 3, 5, generator=g)
+        x = base.to("tpu").contiguous(memory_format=torch.channels_last)
+        base = base.contiguous(memory_format=torch.channels_last)
     if x is None:  # the view is made on tpu, of a storage laid out as the CPU one's base
         t = base._base if base._base is not None else base
         views = {"transpose": lambda v: v.t(), "permute3": lambda v: v.permute(2, 0, 1),
@@ -343,5 +349,5 @@ def test_dense_permuted_tensors_read_back_in_memory_order(mode, case):
     for got, want in ((x, want_x), (y, want_y))[:1 if case == "size1" else 2]:
         host, ref = got.cpu(), want.clone()
         assert host.stride() == ref.stride() and torch.equal(host, ref), (host.stride(), ref.stride())
-    if mode == "strict" and case in ("channels_last", "transpose", "size1"):
+    if mode == "strict" and case in ("channels_last", "converted", "transpose", "size1"):
         assert torch.tpu.metrics()["graphs_compiled"] == 0
