@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"encoding/binary"
+	"bytes"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 
 	"torchtpu/hlo"
@@ -32,9 +30,9 @@ const hostFillMax = 1 << 20
 type hostFill struct {
 	e       *Engine
 	results []hlo.Type
-	elem    []byte // one element of the constant, little-endian (nil: the parameter's)
+	elem    []byte // one element of the constant, little-endian (a fill from a number: its last non-zero one)
 	zero    bool
-	bytes   []byte // a non-zero fill's largest result, filled (zero fills share zeroHost)
+	bytes   []byte // elem repeated over the largest result, kept across launches (zero fills read zeroHost)
 	// A fill from its parameter: the module, to compile when the parameter
 	// is not a cached number, and then its executable.
 	param bool
@@ -115,14 +113,14 @@ func splatValue(consts []string, el hlo.Elem) ([]byte, bool) {
 	var lit string
 	var elem []byte
 	for _, c := range consts {
-		if v, ok := splatElement(c, el); ok {
+		if v, ok := hlo.SplatBytes(c, el); ok {
 			if lit != "" && c != lit {
 				return nil, false
 			}
 			lit, elem = c, v
 			continue
 		}
-		if _, ok := splatElement(c, hlo.S64); !ok {
+		if _, ok := hlo.SplatBytes(c, hlo.S64); !ok {
 			return nil, false
 		}
 	}
@@ -136,11 +134,7 @@ func repeat(elem []byte, results []hlo.Type) []byte {
 	for _, t := range results {
 		n = max(n, int(t.NumElements()))
 	}
-	out := make([]byte, 0, n*len(elem))
-	for range n {
-		out = append(out, elem...)
-	}
-	return out
+	return bytes.Repeat(elem, n)
 }
 
 // compiled runs the fill's program, compiling it first if need be: a fill
@@ -154,56 +148,6 @@ func (f *hostFill) compiled(args []*pjrt.Buffer, device int) ([]*pjrt.Buffer, *p
 		f.exe = exe
 	}
 	return f.exe.Execute(args, device)
-}
-
-// splatElement returns the little-endian bytes of one element of type e of
-// the splat literal lit ("dense<0x3F800000>", "dense<-3>", "dense<true>", as
-// hlo prints constants).
-func splatElement(lit string, e hlo.Elem) ([]byte, bool) {
-	v, ok := strings.CutPrefix(lit, "dense<")
-	if v, ok = strings.CutSuffix(v, ">"); !ok {
-		return nil, false
-	}
-	size := e.Bits() / 8
-	var bits uint64
-	switch {
-	case v == "true" || v == "false":
-		if e != hlo.Pred {
-			return nil, false
-		}
-		if v == "true" {
-			bits = 1
-		}
-	case strings.HasPrefix(v, "0x"):
-		if !e.IsFloat() || len(v) != 2+2*size {
-			return nil, false
-		}
-		u, err := strconv.ParseUint(v[2:], 16, 64)
-		if err != nil {
-			return nil, false
-		}
-		bits = u
-	default:
-		if !e.IsInt() {
-			return nil, false
-		}
-		if e.IsUnsigned() {
-			u, err := strconv.ParseUint(v, 10, size*8)
-			if err != nil {
-				return nil, false
-			}
-			bits = u
-		} else {
-			i, err := strconv.ParseInt(v, 10, size*8)
-			if err != nil {
-				return nil, false
-			}
-			bits = uint64(i)
-		}
-	}
-	var out [8]byte
-	binary.LittleEndian.PutUint64(out[:], bits)
-	return out[:size], true
 }
 
 // zeroHost is a zeroed host block the zero fills read from, grown to the
@@ -229,7 +173,7 @@ func zeroBytes(n int) []byte {
 // fill from a parameter that is not a cached number runs its program,
 // compiled on first need.
 func (f *hostFill) Execute(args []*pjrt.Buffer, device int) ([]*pjrt.Buffer, *pjrt.Event, error) {
-	elem, zero, bytes := f.elem, f.zero, f.bytes
+	elem, zero, data := f.elem, f.zero, f.bytes
 	if f.param {
 		k, ok := f.e.d.scalarOf[args[0]]
 		if !ok || f.exe != nil {
@@ -240,18 +184,19 @@ func (f *hostFill) Execute(args []*pjrt.Buffer, device int) ([]*pjrt.Buffer, *pj
 			elem = encodeInt(int64(k.bits), k.elem)
 		}
 		zero = !slices.ContainsFunc(elem, func(b byte) bool { return b != 0 })
-		if !zero {
-			bytes = repeat(elem, f.results)
+		if !zero && !bytes.Equal(elem, f.elem) {
+			f.elem, f.bytes = elem, repeat(elem, f.results)
 		}
+		data = f.bytes
 	}
 	outs := make([]*pjrt.Buffer, 0, len(f.results))
 	for _, t := range f.results {
 		n := int(t.NumElements()) * len(elem)
-		data := bytes
+		src := data
 		if zero {
-			data = zeroBytes(n)
+			src = zeroBytes(n)
 		}
-		b, err := f.e.client.BufferFromHost(data[:n], pjrtType(t.Elem), t.Shape, device)
+		b, err := f.e.client.BufferFromHost(src[:n], pjrtType(t.Elem), t.Shape, device)
 		if err != nil {
 			pjrt.DestroyBuffers(outs)
 			return nil, nil, err

@@ -7,46 +7,6 @@ import (
 	"torchtpu/hlo"
 )
 
-func TestSplatElement(t *testing.T) {
-	cases := []struct {
-		lit  string
-		elem hlo.Elem
-		want []byte
-	}{
-		{"dense<0x00000000>", hlo.F32, []byte{0, 0, 0, 0}},
-		{"dense<0x3F800000>", hlo.F32, []byte{0, 0, 0x80, 0x3f}},
-		{"dense<0xBC00>", hlo.F16, []byte{0x00, 0xbc}},
-		{"dense<0x3FF0000000000000>", hlo.F64, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f}},
-		{"dense<-3>", hlo.S32, []byte{0xfd, 0xff, 0xff, 0xff}},
-		{"dense<-1>", hlo.S64, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
-		{"dense<255>", hlo.U8, []byte{0xff}},
-		{"dense<true>", hlo.Pred, []byte{1}},
-		{"dense<false>", hlo.Pred, []byte{0}},
-	}
-	for _, c := range cases {
-		got, ok := splatElement(c.lit, c.elem)
-		if !ok || !bytes.Equal(got, c.want) {
-			t.Errorf("splatElement(%q, %v) = %x, %v; want %x", c.lit, c.elem, got, ok, c.want)
-		}
-	}
-	for _, c := range []struct {
-		lit  string
-		elem hlo.Elem
-	}{
-		{"dense<0x0000>", hlo.F32},                  // wrong width
-		{"dense<256>", hlo.U8},                      // out of range
-		{"dense<-1>", hlo.U32},                      // negative unsigned
-		{"dense<1>", hlo.F32},                       // floats print as bits
-		{"dense<true>", hlo.S8},                     // bool literal for an integer
-		{"dense<(0x00000000,0x00000000)>", hlo.C64}, // complex
-		{"dense<[1, 2]>", hlo.S32},                  // not a splat
-	} {
-		if got, ok := splatElement(c.lit, c.elem); ok {
-			t.Errorf("splatElement(%q, %v) = %x; want no element", c.lit, c.elem, got)
-		}
-	}
-}
-
 func TestFillOf(t *testing.T) {
 	e := &Engine{}
 	zero := func() *hlo.Builder { return hlo.NewBuilder() }

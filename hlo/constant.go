@@ -1,8 +1,10 @@
 package hlo
 
 import (
+	"encoding/binary"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Scalar literal encodings: floats print as their exact bit pattern so the
@@ -123,4 +125,55 @@ func BFloat16Bits(v float64) uint16 {
 	}
 	r := f + 0x7fff + (f>>16)&1
 	return uint16(r >> 16)
+}
+
+// SplatBytes returns the little-endian bytes of one element of type e of the
+// splat literal lit as Summary.Consts holds it ("dense<0x3F800000>",
+// "dense<-3>", "dense<true>": the forms literal prints), or false when lit is
+// no such literal of e. Complex literals are not read.
+func SplatBytes(lit string, e Elem) ([]byte, bool) {
+	v, ok := strings.CutPrefix(lit, "dense<")
+	if v, ok = strings.CutSuffix(v, ">"); !ok {
+		return nil, false
+	}
+	size := e.Bits() / 8
+	var bits uint64
+	switch {
+	case v == "true" || v == "false":
+		if e != Pred {
+			return nil, false
+		}
+		if v == "true" {
+			bits = 1
+		}
+	case strings.HasPrefix(v, "0x"):
+		if !e.IsFloat() || len(v) != 2+2*size {
+			return nil, false
+		}
+		u, err := strconv.ParseUint(v[2:], 16, 64)
+		if err != nil {
+			return nil, false
+		}
+		bits = u
+	default:
+		if !e.IsInt() {
+			return nil, false
+		}
+		if e.IsUnsigned() {
+			u, err := strconv.ParseUint(v, 10, size*8)
+			if err != nil {
+				return nil, false
+			}
+			bits = u
+		} else {
+			i, err := strconv.ParseInt(v, 10, size*8)
+			if err != nil {
+				return nil, false
+			}
+			bits = uint64(i)
+		}
+	}
+	var out [8]byte
+	binary.LittleEndian.PutUint64(out[:], bits)
+	return out[:size], true
 }
