@@ -237,6 +237,9 @@ func histc(c *Ctx) ([]*hlo.Value, error) {
 	if lo > hi {
 		return nil, Errorf("torch.histc: max must be larger than min")
 	}
+	if m.DType.IsIntegral(false) {
+		return histcInt(c, m, bins, lo, hi)
+	}
 	if !m.DType.IsFloat() {
 		return nil, notImplemented("histogram_cpu", m.DType)
 	}
@@ -278,6 +281,37 @@ func histc(c *Ctx) ([]*hlo.Value, error) {
 	idx = b.Select(inside, idx, bc(b.ConstantInt(hlo.T(hlo.S64), -1)))
 	hit := b.Compare(hlo.EQ, b.BroadcastInDim(idx, []int64{n, bins}, []int64{0}), b.Iota(hlo.T(hlo.S64, n, bins), 1))
 	counts := b.Reduce(b.Convert(hit, acc), b.Scalar(acc, 0), hlo.ReduceSum, 0)
+	return []*hlo.Value{b.Convert(counts, m.DType.Elem())}, nil
+}
+
+// histcInt is histc of an integer tensor, which CPU refuses and CUDA counts
+// (HuggingFace's mixture-of-experts layers count tokens per expert so on every
+// device but CPU and MPS): the bounds are converted to the input's type, an
+// element's bin is (x - min) * bins / (max - min) in integer arithmetic, max
+// falls in the last bin, and the counts have the input's type.
+func histcInt(c *Ctx, m TensorMeta, bins int64, lo, hi float64) ([]*hlo.Value, error) {
+	b := c.B
+	n := m.Numel()
+	l, h := int64(lo), int64(hi)
+	x := b.Reshape(b.Convert(c.T(0), hlo.S64), n)
+	loV, hiV := c.R.IntNumber(l, hlo.S64), c.R.IntNumber(h, hlo.S64)
+	if l == h && n > 0 {
+		loV = b.Reduce(x, b.Scalar(hlo.S64, hlo.Highest(hlo.S64)), hlo.ReduceMin, 0)
+		hiV = b.Reduce(x, b.Scalar(hlo.S64, hlo.Lowest(hlo.S64)), hlo.ReduceMax, 0)
+	}
+	if l == h {
+		same := b.Compare(hlo.EQ, loV, hiV)
+		loV = b.Select(same, b.Sub(loV, b.Scalar(hlo.S64, 1)), loV)
+		hiV = b.Select(same, b.Add(hiV, b.Scalar(hlo.S64, 1)), hiV)
+	}
+	bc := func(v *hlo.Value) *hlo.Value { return b.BroadcastTo(v, []int64{n}) }
+	nb := bc(b.ConstantInt(hlo.T(hlo.S64), bins))
+	idx := b.Div(b.Mul(b.Sub(x, bc(loV)), nb), bc(b.Sub(hiV, loV)))
+	idx = b.Select(b.Compare(hlo.EQ, idx, nb), b.Sub(nb, bc(b.Scalar(hlo.S64, 1))), idx)
+	inside := b.And(b.Compare(hlo.GE, x, bc(loV)), b.Compare(hlo.LE, x, bc(hiV)))
+	idx = b.Select(inside, idx, bc(b.ConstantInt(hlo.T(hlo.S64), -1)))
+	hit := b.Compare(hlo.EQ, b.BroadcastInDim(idx, []int64{n, bins}, []int64{0}), b.Iota(hlo.T(hlo.S64, n, bins), 1))
+	counts := b.Reduce(b.Convert(hit, hlo.S64), b.Scalar(hlo.S64, 0), hlo.ReduceSum, 0)
 	return []*hlo.Value{b.Convert(counts, m.DType.Elem())}, nil
 }
 

@@ -40,6 +40,8 @@ var reduceLowerings = family("reduce", []lowering{
 	{"aten::count_nonzero.dim_IntList", "f32[2,3] [1]", "2xi64", `CHECK: stablehlo.compare"; CHECK-SAME: NE; CHECK: stablehlo.reduce"`},
 	{"aten::count_nonzero", "f32[2,3] none", "i64", `CHECK: stablehlo.reduce"`},
 	{"aten::histc", "f32[10] 4 #0 #1", "4xf32", ``},
+	{"aten::histc", "i32[6] 4 #0 #3", "4xi32", `CHECK: stablehlo.divide"`},
+	{"aten::histc", "b[2] 4 #0 #3", "error: \"histogram_cpu\" not implemented for 'Bool'", ""},
 	{"aten::nansum", "f32[2,3] [1] false none", "2xf32", `CHECK: stablehlo.select"; CHECK: stablehlo.reduce"`},
 	{"aten::norm.ScalarOpt_dim_dtype", "f32[2,3] #2 [1] false dt:f64", "2xf64", `CHECK: stablehlo.sqrt"`},
 	{"aten::norm.ScalarOpt_dim", "f32[2,3] #1 [0] true", "1x3xf32", `CHECK: stablehlo.abs"; CHECK: stablehlo.reduce"`},

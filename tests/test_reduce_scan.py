@@ -90,6 +90,30 @@ def test_statistics(mode):
     grad_check(lambda t: torch.renorm(t, 2, 0, 1.0), x)
 
 
+
+def test_histc_of_integers_counts_as_cuda_does(mode):
+    """CPU refuses histc of an integer tensor and CUDA counts it; transformers' mixture-of-experts layers count
+    tokens per expert with it on every device but CPU and MPS. The bounds take the input's type, bins split
+    [min, max] in integer arithmetic, max lands in the last bin, the counts keep the input's dtype: here against
+    CPU's float64 histogram of the same numbers, which agrees wherever the quotient is exact."""
+    cases = [
+        (torch.tensor([0, 3, 1, 1, 2, 3, 0, 3], dtype=torch.int32), 4, 0, 3),  # tokens per expert
+        (torch.tensor([0, 1, 1, 3, 2, 3, 0, 5, -1, 9]), 4, 0, 3),  # elements outside [min, max] are ignored
+        (torch.tensor([5, 7, 7, 9, 100, 41], dtype=torch.int16), 3, 0, 0),  # min == max: the data's range
+        (torch.tensor([4, 4, 4], dtype=torch.uint8), 5, 0, 0),  # a constant: [4 - 1, 4 + 1]
+        (torch.tensor([1, 2, 3, 4, 5, 6, 7], dtype=torch.int8), 3, 1.9, 6.2),  # bounds truncated to 1 and 6
+        (randint(-50, 50, 40), 7, -20, 30),
+    ]
+    for x, bins, lo, hi in cases:
+        got = torch.histc(x.to("tpu"), bins, lo, hi).cpu()
+        want = torch.histc(x.double(), bins, int(lo), int(hi)).to(x.dtype)
+        assert got.dtype == x.dtype and torch.equal(got, want), (x, bins, lo, hi, got, want)
+    experts = randint(0, 4, 24).int().sort().values
+    got = torch.histc(experts.to("tpu"), bins=4, min=0, max=3).cpu()
+    assert torch.equal(got, torch.bincount(experts, minlength=4).int())
+    with pytest.raises(NotImplementedError, match="histogram_cpu"):
+        torch.histc(torch.tensor([True, False], device="tpu"), 2)
+
 def test_search_and_unique(mode):
     seq = torch.tensor([1.0, 2.0, 2.0, 4.0, 7.0])
     vals = torch.tensor([[0.5, 2.0, 7.0], [4.0, 9.0, float("nan")]])
