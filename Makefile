@@ -20,7 +20,7 @@ export CGO_CFLAGS := -I$(ROOT)/$(BUILD)/include -O2
 export TORCHTPU_PLUGIN_PATH := $(PLUGIN_DIR)/xla_cpu_pjrt.so
 export PYTHONPATH := $(ROOT)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: build run test test-go test-py test-models env clean bench bench-peers bench-floors conformance test-conformance \
+.PHONY: build run test test-go test-py test-models test-zoo-wide env clean bench bench-peers bench-floors conformance test-conformance \
 	test-device-generic test-all-modes
 # The shim's translation units compile in parallel, one per core.
 build:
@@ -76,6 +76,10 @@ test-all-modes: build
 # bf16 autocast. `make test` runs its one-step slice.
 test-models: build
 	HF_HUB_OFFLINE=1 TORCHTPU_ZOO=full $(PY) -m pytest -q tests/models
+
+# The wide zoo: 54 more architectures (tests/models/wide_cases.py), two training steps each in every mode.
+test-zoo-wide: build
+	HF_HUB_OFFLINE=1 TORCHTPU_ZOO=wide $(PY) -m pytest -q -n $(JOBS) tests/models/test_wide.py
 
 bench: build
 	$(PY) bench/op_latency.py

@@ -1,5 +1,6 @@
 """The zoo's tiers: tests marked zoo_full (generation, autocast) run only with TORCHTPU_ZOO=full (make
-test-models); without it they are deselected, not skipped, and every training test runs one step."""
+test-models), and those marked zoo_wide (test_wide.py's 54 more architectures) only with TORCHTPU_ZOO=wide (make
+test-zoo-wide); without them they are deselected, not skipped, and every other training test runs one step."""
 import os
 
 import pytest
@@ -13,13 +14,19 @@ from .harness import FULL  # noqa: E402
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "zoo_full: runs only in the full model-zoo tier (TORCHTPU_ZOO=full)")
+    config.addinivalue_line("markers", "zoo_wide: runs only in the wide model-zoo tier (TORCHTPU_ZOO=wide)")
 
 
 def pytest_collection_modifyitems(config, items):
-    if FULL:
-        return
-    keep = [it for it in items if it.get_closest_marker("zoo_full") is None]
-    dropped = [it for it in items if it.get_closest_marker("zoo_full") is not None]
+    tier = os.environ.get("TORCHTPU_ZOO", "")
+
+    def selected(it):
+        if it.get_closest_marker("zoo_wide") is not None:
+            return tier == "wide"
+        return FULL or it.get_closest_marker("zoo_full") is None
+
+    keep = [it for it in items if selected(it)]
+    dropped = [it for it in items if not selected(it)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
