@@ -53,11 +53,12 @@ class Case:
 @dataclass
 class Run:
     """What one training run produced: per step the loss, every parameter's gradient and the step's wall time;
-    and every parameter after the last optimizer step."""
+    and every parameter and buffer (batch norms' running statistics and counts) after the last optimizer step."""
     losses: list
     grads: list
     seconds: list
     params: dict
+    buffers: dict = field(default_factory=dict)
 
 
 def to(batch, device, dtype=None):
@@ -104,7 +105,8 @@ def train(case, model, device, steps, forward=None, dtype=None):
         grads.append({n: (None if p.grad is None else p.grad.detach().to("cpu", torch.float64))
                       for n, p in zip(names, model.parameters())})
     params = {n: p.detach().to("cpu", torch.float64) for n, p in model.named_parameters()}
-    return Run(losses, grads, seconds, params)
+    buffers = {n: b.detach().cpu() for n, b in model.named_buffers()}
+    return Run(losses, grads, seconds, params, buffers)
 
 
 def reference(case, steps=STEPS, dtype=None):
@@ -199,9 +201,29 @@ def compare_training(case, mode, steps=STEPS):
             f"step {step}: gradient of {where} off by {worst:.3g} (relative)"
     assert params[0] <= OPTIMIZER_TOL, \
         f"after step {steps - 1}: parameter {params[1]} off by {params[0]:.3g} (relative) from CPU's AdamW"
+    buffers = buffer_gap(got, want)
+    assert buffers[0] <= at_step(case.loss_tol, steps - 1), \
+        f"after step {steps - 1}: buffer {buffers[1]} off by {buffers[0]:.3g} (relative)"
     assert not fallbacks, f"CPU fallbacks: {fallbacks}"
     if mode == "compile":
         assert metrics["compiled_fallbacks"] == 0, metrics["compiled_fallback_reasons"]
+
+
+def buffer_gap(got, want):
+    """The worst relative error of a tpu buffer after the last step against CPU's (a batch norm's running mean
+    and variance follow the batches' statistics, which the loss and gradients do not see), and its name; a
+    buffer whose dtype, shape or strides differ from CPU's counts as infinitely far."""
+    worst, where = 0.0, None
+    for name, w in want.buffers.items():
+        g = got.buffers[name]
+        if g.dtype != w.dtype or g.shape != w.shape or (w.numel() > 1 and g.stride() != w.stride()):
+            return float("inf"), f"{name} ({g.dtype} {tuple(g.shape)} {g.stride()} against CPU's "\
+                                 f"{w.dtype} {tuple(w.shape)} {w.stride()})"
+        g, w = g.double(), w.double()
+        err = (g - w).norm().item() / max(w.norm().item(), 1e-30) if (g - w).abs().max() > 0 else 0.0
+        if not err <= worst:
+            worst, where = err, name
+    return worst, where
 
 
 def at_step(tol, step):
