@@ -77,7 +77,7 @@ test-all-modes: build
 test-models: build
 	HF_HUB_OFFLINE=1 TORCHTPU_ZOO=full $(PY) -m pytest -q tests/models
 
-# The wide zoo: 54 more architectures (tests/models/wide_cases.py), two training steps each in every mode.
+# The wide zoo: 56 more architectures (tests/models/wide_cases.py), two training steps each in every mode.
 test-zoo-wide: build
 	HF_HUB_OFFLINE=1 TORCHTPU_ZOO=wide $(PY) -m pytest -q -n $(JOBS) tests/models/test_wide.py
 

@@ -1,5 +1,5 @@
 """The zoo's tiers: tests marked zoo_full (generation, autocast) run only with TORCHTPU_ZOO=full (make
-test-models), and those marked zoo_wide (test_wide.py's 54 more architectures) only with TORCHTPU_ZOO=wide (make
+test-models), and those marked zoo_wide (test_wide.py's 56 more architectures) only with TORCHTPU_ZOO=wide (make
 test-zoo-wide); without them they are deselected, not skipped, and every other training test runs one step."""
 import os
 

@@ -127,7 +127,8 @@ def grad_floor(grads):
 
 
 def gaps(got, want):
-    """Per step: (relative loss gap, worst relative gradient error, the parameter it belongs to).
+    """Per step: (relative loss gap, worst relative gradient error, the parameter it belongs to); a gradient laid
+    out with other strides than CPU's fails at once.
 
     A gradient's error is the norm of its difference from CPU's over the norm of CPU's, or over FLOOR times the
     whole model's gradient norm where that is larger: a gradient that is zero in exact arithmetic (the key bias
@@ -144,6 +145,9 @@ def gaps(got, want):
             assert (g is None) == (w is None), f"{name}: gradient {'missing' if g is None else 'unexpected'}"
             if w is None:
                 continue
+            # The copies to CPU keep each gradient's strides (dense tensors keep their layout under .to()).
+            assert g.numel() <= 1 or g.stride() == w.stride(), \
+                f"{name}: gradient strides {g.stride()} vs CPU's {w.stride()} (sizes {tuple(w.shape)})"
             err = (g - w).norm().item() / max(w.norm().item(), floor, 1e-30) if (g - w).abs().max() > 0 else 0.0
             if not err <= worst:  # catches NaN too
                 worst, where = err, name

@@ -1,4 +1,4 @@
-"""The wide zoo (make test-zoo-wide, TORCHTPU_ZOO=wide): 54 more architectures from transformers (encoders, decoders
+"""The wide zoo (make test-zoo-wide, TORCHTPU_ZOO=wide): 56 more architectures from transformers (encoders, decoders
 with rotary, ALiBi, sliding-window and mixture-of-experts layers, encoder-decoders, vision transformers),
 torchvision and timm, each trained two AdamW steps in every mode against CPU eager (wide_cases.py says which and
 why some run in float64). Without TORCHTPU_ZOO=wide these tests are deselected, not skipped."""

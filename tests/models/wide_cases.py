@@ -1,4 +1,4 @@
-"""The wide zoo's cases: 54 more architectures, each a small seeded model with random weights (nothing is
+"""The wide zoo's cases: 56 more architectures, each a small seeded model with random weights (nothing is
 downloaded), built from transformers' configs, torchvision's and timm's constructors.
 
 A case is (build, batch, loss) as harness.Case takes them. Every dropout and drop-path rate is set to 0 (CPU and
@@ -83,6 +83,13 @@ def tv(name, size=64, **kw):
         return getattr(M, name)(num_classes=10, **kw)
 
     return image(build, size=size)
+
+
+def channels_last(spec):
+    """spec with its model and images in channels_last memory order (weights, activations and gradients)."""
+    build, batch, loss = spec
+    return (lambda: build().to(memory_format=torch.channels_last),
+            lambda i: (batch(i)[0].contiguous(memory_format=torch.channels_last), *batch(i)[1:]), loss)
 
 
 def tv_class(module, cls, size=32, **kw):
@@ -210,6 +217,8 @@ SPECS = {
     "tv_regnet": tv("regnet_y_400mf"),
     "tv_googlenet": tv("googlenet", aux_logits=False, init_weights=True),
     "tv_mnasnet": tv("mnasnet0_5"),
+    "tv_resnet18_channels_last": channels_last(tv("resnet18")),
+    "timm_convnext_channels_last": channels_last(timm_("convnext_atto", size=64)),
     "tv_swin": tv_class(
         "swin_transformer", "SwinTransformer", patch_size=[4, 4], embed_dim=16, depths=[1, 1], num_heads=[2, 2],
         window_size=[2, 2]
@@ -240,7 +249,7 @@ SPECS = {
 FLOAT64 = {
     "mobilevit", "tv_mobilenet_v2", "tv_mobilenet_v3_small", "tv_efficientnet_b0", "tv_shufflenet_v2", "tv_regnet",
     "tv_googlenet", "tv_mnasnet", "tv_maxvit", "timm_efficientnet", "timm_levit", "timm_poolformer", "timm_coatnet",
-    "timm_ghostnet", "timm_resnest", "timm_nfnet",
+    "timm_ghostnet", "timm_resnest", "timm_nfnet", "tv_resnet18_channels_last",
 }
 
 
