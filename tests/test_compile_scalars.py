@@ -109,3 +109,35 @@ report(ok=ok, **counters())
     reasons = res["compiled_fallback_reasons"]
     assert res["compiled_fallbacks"] == 2, reasons
     assert any("written in place" in r for r in reasons) and any("an output is a CPU tensor" in r for r in reasons)
+
+
+def test_cpu_constants_made_in_the_graph_are_program_outputs():
+    # DeBERTa's attention scale, torch.sqrt(torch.tensor(d)): a CPU tensor that no input reaches, which AOTAutograd
+    # saves for the backward, so the forward graph returns it. It is a constant of the program (handed out as a
+    # fresh copy each call); a CPU output that an input reaches still keeps its graph eager.
+    res, _ = run("""
+def scaled(x):
+    return (x / torch.sqrt(torch.tensor(x.size(-1), dtype=torch.float) * 2)).tanh().sum()
+def counted(x, s):
+    return x * s, s * 2
+cf = torch.compile(scaled, backend="tpu")
+ok = []
+for seed in range(3):
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(seed))
+    xt = x.to("tpu").requires_grad_()
+    xc = x.clone().requires_grad_()
+    got, want = cf(xt), scaled(xc)
+    got.backward(), want.backward()
+    ok.append(torch.allclose(got.cpu(), want, atol=1e-5) and torch.allclose(xt.grad.cpu(), xc.grad, atol=1e-6))
+m = torch.tpu.metrics()
+replays = m["compiled_replays"]
+cc = torch.compile(counted, backend="tpu")
+s = torch.tensor(3.0)
+a, b = cc(torch.ones(2, device="tpu"), s)
+ok.append(b.device.type == "cpu" and b.item() == 6.0 and torch.equal(a.cpu(), torch.full((2,), 3.0)))
+report(ok=ok, replays=replays, **counters())
+""")
+    assert res["ok"] == [True] * 4
+    reasons = res["compiled_fallback_reasons"]
+    assert res["compiled_fallbacks"] == 1 and any("an output is a CPU tensor" in r for r in reasons), reasons
+    assert res["replays"] >= 4  # forward and backward replayed on the second and third calls

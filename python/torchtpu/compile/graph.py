@@ -73,7 +73,8 @@ class _Program:
                     o.direct = tuple(src.shape) == o.sizes and src.stride() == o.strides and o.offset == 0
                 out.append(src if o.direct else src.as_strided(o.sizes, o.strides, src.storage_offset() + o.offset))
             else:
-                out.append(o.value)
+                # A tensor constant is copied: whoever takes it may write into it.
+                out.append(o.value.clone() if isinstance(o.value, torch.Tensor) else o.value)
         self.checked = True
         return out
 
@@ -105,6 +106,32 @@ def _written_inputs(gm):
             arg = next((a for a in schema.arguments if a.name == name), None)
             if value in places and arg is not None and arg.alias_info is not None and arg.alias_info.is_write:
                 out.add(places[value])
+    return out
+
+
+def _constant_outputs(gm):
+    """The positions of the graph's outputs that no input reaches and no random op makes: values fixed when the
+    graph was traced (DeBERTa's attention scale, torch.sqrt(torch.tensor(d)), a CPU tensor that AOTAutograd
+    saves for the backward)."""
+    varying = {}
+
+    def varies(node):
+        if not isinstance(node, torch.fx.Node):
+            return False
+        if node not in varying:
+            varying[node] = True  # provisional: a cycle cannot occur in an FX graph
+            target = getattr(node, "target", None)
+            random = torch.Tag.nondeterministic_seeded in getattr(target, "tags", ())
+            deps = []
+            torch.fx.node.map_arg((node.args, node.kwargs), deps.append)
+            varying[node] = node.op == "placeholder" or random or any(varies(d) for d in deps)
+        return varying[node]
+
+    out = set()
+    for node in gm.graph.nodes:
+        if node.op == "output":
+            outs = node.args[0] if isinstance(node.args[0], tuple | list) else [node.args[0]]
+            out = {i for i, v in enumerate(outs) if isinstance(v, torch.fx.Node) and not varies(v)}
     return out
 
 
@@ -239,7 +266,12 @@ class CompiledGraph:
             torch.ops.torchtpu.capture_abort()
             raise
         outs = list(outs) if isinstance(outs, tuple | list) else [outs]
-        touts = [o for o in outs if isinstance(o, torch.Tensor)]
+        # A CPU output is a constant of the program when no input reaches it; any other keeps the graph eager.
+        fixed = set()
+        if any(isinstance(o, torch.Tensor) and o.device.type != "tpu" for o in outs):
+            fixed = {i for i in _constant_outputs(self.gm) if isinstance(outs[i], torch.Tensor)
+                     and outs[i].device.type == "cpu"}
+        touts = [o for i, o in enumerate(outs) if isinstance(o, torch.Tensor) and i not in fixed]
         if any(o.device.type != "tpu" for o in touts):
             torch.ops.torchtpu.capture_abort()
             self._set_fallback("an output is not a tpu tensor")
@@ -258,9 +290,11 @@ class CompiledGraph:
         if self.step:
             _lib.lib().ttpu_program_step(handle)
         outputs, k = [], 0
-        for o in outs:
+        for i, o in enumerate(outs):
             r = _Output()
-            if isinstance(o, torch.Tensor):
+            if i in fixed:
+                r.kind, r.value = _Output.CONST, o.clone()
+            elif isinstance(o, torch.Tensor):
                 r.kind = _Output.FRESH if kinds[k] == 0 else _Output.INPUT
                 r.index = indices[k]
                 r.sizes, r.strides, r.offset = tuple(o.shape), tuple(o.stride()), o.storage_offset()
