@@ -141,3 +141,32 @@ report(ok=ok, replays=replays, **counters())
     reasons = res["compiled_fallback_reasons"]
     assert res["compiled_fallbacks"] == 1 and any("an output is a CPU tensor" in r for r in reasons), reasons
     assert res["replays"] >= 4  # forward and backward replayed on the second and third calls
+
+
+def test_cpu_tables_are_copied_once_and_again_when_they_change():
+    # An index table made on the CPU (BEiT's relative positions) is a graph input of rank 2: the program binds a
+    # tpu copy, made once while calls pass the same contents (the same tensor, or an equal new one) and again
+    # when they change, whether in place or as a new tensor.
+    res, _ = run("""
+def f(table, idx):
+    return table[idx.view(-1)].view(*idx.shape, -1).sum(-1) * 2
+cf = torch.compile(f, backend="tpu")
+table = torch.randn(10, 3, generator=torch.Generator().manual_seed(0))
+idx = torch.tensor([[0, 3], [9, 4]])
+ok, copies = [], []
+for step in range(6):
+    if step == 2:
+        idx = idx.clone()  # equal contents, another tensor
+    if step == 3:
+        idx[0, 0] = 7  # written in place
+    if step == 5:
+        idx = torch.tensor([[1, 1], [2, 2]])  # a new tensor with other contents
+    got = cf(table.to("tpu"), idx)
+    ok.append(torch.allclose(got.cpu(), f(table, idx), atol=1e-6) and got.device.type == "tpu")
+    copies.append(torch.tpu.metrics()["compiled_cpu_inputs"])
+report(ok=ok, copies=copies, **counters())
+""")
+    assert res["ok"] == [True] * 6
+    assert res["compiled_fallbacks"] == 0, res["compiled_fallback_reasons"]
+    assert res["copies"] == [1, 1, 1, 2, 2, 3], res["copies"]
+    assert res["compiled_programs"] == 1

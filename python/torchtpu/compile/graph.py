@@ -5,9 +5,11 @@ records every op into one pending graph instead of running it, then the engine c
 into one program whose parameters are the inputs by position, and runs it. Later calls replay: the
 inputs' buffers are bound and the cached executable launched, with no per-op dispatch. A 0-dim CPU
 tensor input (HuggingFace's generate() passes cache positions so) is copied to the device at each call
-and bound as a 0-dim program input, so a new value replays the same program. A graph that cannot
-become one program (an op without a tpu rule, a value read to the host, a CPU tensor input of
-higher rank) runs eagerly on tpu from then on, counted in torch.tpu.metrics(); in strict mode its ops are
+and bound as a 0-dim program input, so a new value replays the same program; a larger CPU input (an index
+table made on the CPU) is copied once and its copy bound while later calls pass the same contents, and a CPU
+output that no input reaches (a constant made in the graph) is a constant of the program. A graph that cannot
+become one program (an op without a tpu rule, a value read to the host, a CPU input it writes, an output
+on the CPU that depends on its inputs) runs eagerly on tpu from then on, counted in torch.tpu.metrics(); in strict mode its ops are
 recorded in fused mode for the call, so that they still launch as one program.
 
 A dynamic graph (Dynamo made some sizes symbolic: `dynamic=True`, `mark_dynamic`, or a size seen to change)
@@ -163,7 +165,8 @@ class CompiledGraph:
         self.programs = {}
         self.fallback = None
         self._recorded = False  # a dynamic graph past DYNAMIC_PROGRAMS shapes: new shapes are recorded
-        self._scalar_inputs = None  # why 0-dim CPU inputs cannot be bound ("" when they can), found once
+        self._scalar_inputs = None  # why CPU inputs cannot be bound ("" when they can), found once
+        self._cpu_inputs = {}  # position -> (tensor, its version, a copy of its contents, its tpu copy)
         self._handles = []
         # The program the last call replayed when every input was a tpu tensor: the next call hands
         # its inputs to it as they are, and the engine's signature check stands in for this loop's.
@@ -194,11 +197,10 @@ class CompiledGraph:
                         self._set_fallback(reason)
                         stats.bump("compiled_fallback_calls")
                         return self._eager(args)
-                    a = a.to(device)
+                    a = self._on_device(i, a, device)
                     if bound is args:
                         bound = list(args)
                     bound[i] = a
-                    stats.bump("compiled_scalar_inputs")
                 tensors.append(a)
             elif isinstance(a, int | float | bool):
                 scalars.append(a)
@@ -223,12 +225,32 @@ class CompiledGraph:
             return self._eager(bound)
         return self._capture(bound, tensors, scalars, key, device, mismatch)
 
+    def _on_device(self, i, a, device):
+        """The tpu copy of CPU tensor input i (a) that the program binds. A 0-dim tensor (a cache position) is
+        copied at every call; a larger one (an index table made on the CPU, BEiT's relative positions, which the
+        backward graph receives) keeps its copy while later calls pass equal contents."""
+        if a.dim() == 0:
+            stats.bump("compiled_scalar_inputs")
+            return a.to(device)
+        held = self._cpu_inputs.get(i)
+        if held is not None:
+            src, version, seen, copy = held
+            if (src is a and a._version == version) or (
+                    seen.shape == a.shape and seen.dtype == a.dtype and seen.stride() == a.stride()
+                    and torch.equal(seen, a)):
+                return copy
+        stats.bump("compiled_cpu_inputs")
+        copy = a.to(device)
+        self._cpu_inputs[i] = (a, a._version, a.clone(), copy)
+        return copy
+
     def _bind_reason(self, i, a, device):
-        """Why the non-tpu tensor input i (a) keeps the graph from being a program; "" when it is a 0-dim
-        CPU tensor that can be copied to device and bound as a program input. A mutated input or a CPU
+        """Why the non-tpu tensor input i (a) keeps the graph from being a program; "" when it is a CPU
+        tensor that can be copied to device and bound as a program input. A mutated input or a CPU
         output would not be CPU's any more, so such graphs run eagerly."""
-        why = f"input on {a.device.type} (a compiled program takes tpu tensors and 0-dim CPU tensors only)"
-        if a.device.type != "cpu" or a.dim() != 0 or device is None or a.requires_grad:
+        why = (f"input on {a.device.type} (a compiled program takes tpu tensors, and CPU tensors that it neither "
+               "writes nor returns)")
+        if a.device.type != "cpu" or device is None or a.requires_grad:
             return why
         if self._scalar_inputs is None:
             self._scalar_inputs = "" if not _has_cpu_output(self.gm) else "an output is a CPU tensor"
@@ -236,7 +258,7 @@ class CompiledGraph:
         if self._scalar_inputs:
             return f"{why[:-1]}; {self._scalar_inputs})"
         if i in self._written:
-            return f"0-dim CPU input {i} is written in place (a program writes tpu tensors only)"
+            return f"CPU input {i} is written in place (a program writes tpu tensors only)"
         return ""
 
     def _eager(self, args):

@@ -16,7 +16,7 @@ _last = {}
 def _zero():
     global _counts, _reasons, _fallback_reasons
     _counts = {"compiled_programs": 0, "compiled_replays": 0, "compiled_fallbacks": 0, "compiled_fallback_calls": 0,
-               "compiled_scalar_inputs": 0, "compiled_recorded_calls": 0}
+               "compiled_scalar_inputs": 0, "compiled_cpu_inputs": 0, "compiled_recorded_calls": 0}
     _reasons = {}
     _fallback_reasons = {}
 
