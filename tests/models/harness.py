@@ -126,6 +126,11 @@ def grad_floor(grads):
     return FLOOR * sum(w.norm().item() ** 2 for w in grads.values() if w is not None) ** 0.5
 
 
+def layout(t):
+    """The strides of t's dimensions of more than one element: what places its elements in memory."""
+    return tuple(st for st, n in zip(t.stride(), t.shape) if n > 1)
+
+
 def gaps(got, want):
     """Per step: (relative loss gap, worst relative gradient error, the parameter it belongs to); a gradient laid
     out with other strides than CPU's fails at once.
@@ -145,8 +150,9 @@ def gaps(got, want):
             assert (g is None) == (w is None), f"{name}: gradient {'missing' if g is None else 'unexpected'}"
             if w is None:
                 continue
-            # The copies to CPU keep each gradient's strides (dense tensors keep their layout under .to()).
-            assert g.numel() <= 1 or g.stride() == w.stride(), \
+            # The copies to CPU keep each gradient's strides (dense tensors keep their layout under .to()); a size-1
+            # dimension's stride addresses nothing (a 1x1 convolution's weight: (128, 1, 128, 128) is (128, 1, 1, 1)).
+            assert layout(g) == layout(w), \
                 f"{name}: gradient strides {g.stride()} vs CPU's {w.stride()} (sizes {tuple(w.shape)})"
             err = (g - w).norm().item() / max(w.norm().item(), floor, 1e-30) if (g - w).abs().max() > 0 else 0.0
             if not err <= worst:  # catches NaN too
@@ -224,7 +230,7 @@ def buffer_gap(got, want):
     floor = FLOOR * sum(w.double().norm().item() ** 2 for w in want.buffers.values() if w.is_floating_point()) ** 0.5
     for name, w in want.buffers.items():
         g = got.buffers[name]
-        if g.dtype != w.dtype or g.shape != w.shape or (w.numel() > 1 and g.stride() != w.stride()):
+        if g.dtype != w.dtype or g.shape != w.shape or layout(g) != layout(w):
             return float("inf"), f"{name} ({g.dtype} {tuple(g.shape)} {g.stride()} against CPU's "\
                                  f"{w.dtype} {tuple(w.shape)} {w.stride()})"
         g, w = g.double(), w.double()
