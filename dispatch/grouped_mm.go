@@ -18,9 +18,9 @@ import "torchtpu/hlo"
 // offset, which CUDA leaves unwritten, are zeros.
 func groupedMM(c *Ctx) ([]*hlo.Value, error) {
 	a, m2 := c.Meta(0), c.Meta(1)
-	for _, m := range []TensorMeta{a, m2} {
+	for i, m := range []TensorMeta{a, m2} {
 		if m.DType != Float32 && m.DType != BFloat16 && m.DType != Float16 {
-			return nil, Errorf("Expected mat_a to be Float32, BFloat16 or Float16 matrix, got %s.", scalarTypeName(m.DType))
+			return nil, Errorf("Expected mat_%c to be Float32, BFloat16 or Float16 matrix, got %s.", 'a'+i, scalarTypeName(m.DType))
 		}
 		if m.Rank() != 2 && m.Rank() != 3 {
 			return nil, Errorf("Multiplicands must be 2D or 3D but got mat_a.dim()=%d and mat_b.dim()=%d", a.Rank(), m2.Rank())
@@ -32,16 +32,20 @@ func groupedMM(c *Ctx) ([]*hlo.Value, error) {
 	if c.Has(3) {
 		return nil, Errorf("Bias tensor provided, but it is not supported yet.")
 	}
-	twoD := a.Rank() == 2 || m2.Rank() == 2
-	if !twoD {
+	b, acc := c.B, accumElem(a.DType)
+	// Half-precision operands go in as float32 (exact, and XLA:CPU has no
+	// kernel for a half-precision dot accumulating in float32): each
+	// product then sums in float32 and is rounded once, as CPU's are.
+	x0, x1 := b.Convert(c.T(0), acc), b.Convert(c.T(1), acc)
+	if a.Rank() == 3 && m2.Rank() == 3 {
 		if c.Has(2) {
 			return nil, Errorf("Offsets tensor provided, but is not needed for 3D/3D multiplicand layouts.")
 		}
 		if a.Sizes[0] != m2.Sizes[0] || a.Sizes[2] != m2.Sizes[1] {
 			return nil, Errorf("grouped_mm: batched operands %s and %s do not match", shapeString(a.Sizes), shapeString(m2.Sizes))
 		}
-		prod := c.B.DotGeneral(c.B.Convert(c.T(0), accumElem(a.DType)), c.B.Convert(c.T(1), accumElem(a.DType)), []int64{0}, []int64{0}, []int64{2}, []int64{1})
-		return []*hlo.Value{c.B.Convert(prod, a.DType.Elem())}, nil
+		prod := b.DotGeneral(x0, x1, []int64{0}, []int64{0}, []int64{2}, []int64{1})
+		return []*hlo.Value{b.Convert(prod, a.DType.Elem())}, nil
 	}
 	if !c.Has(2) {
 		return nil, Errorf("Offsets tensor not provided, but is needed for %dD/%dD multiplicand layouts.", a.Rank(), m2.Rank())
@@ -51,11 +55,6 @@ func groupedMM(c *Ctx) ([]*hlo.Value, error) {
 		return nil, Errorf("Offsets tensor must be a 1D integer (int32) tensor, got %s %s.", scalarTypeName(offs.DType), shapeString(offs.Sizes))
 	}
 	g := offs.Sizes[0]
-	b, acc := c.B, accumElem(a.DType)
-	// Half-precision operands go in as float32 (exact, and XLA:CPU has no
-	// kernel for a half-precision dot accumulating in float32): each
-	// product then sums in float32 and is rounded once, as CPU's are.
-	x0, x1 := b.Convert(c.T(0), acc), b.Convert(c.T(1), acc)
 	// group[i] of n positions is how many groups end at or before i: its
 	// group, or g past the last end.
 	group := func(n int64) *hlo.Value {
