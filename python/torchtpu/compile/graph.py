@@ -9,8 +9,8 @@ and bound as a 0-dim program input, so a new value replays the same program; a l
 table made on the CPU) is copied once and its copy bound while later calls pass the same contents, and a CPU
 output that no input reaches (a constant made in the graph) is a constant of the program. A graph that cannot
 become one program (an op without a tpu rule, a value read to the host, a CPU input it writes, an output
-on the CPU that depends on its inputs) runs eagerly on tpu from then on, counted in torch.tpu.metrics(); in strict mode its ops are
-recorded in fused mode for the call, so that they still launch as one program.
+on the CPU that depends on its inputs) runs eagerly on tpu from then on, counted in torch.tpu.metrics();
+in strict mode its ops are recorded in fused mode for the call, so that they still launch as one program.
 
 A dynamic graph (Dynamo made some sizes symbolic: `dynamic=True`, `mark_dynamic`, or a size seen to change)
 captures one program per concrete shape for its first DYNAMIC_PROGRAMS shapes (a short last batch, a few
