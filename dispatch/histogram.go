@@ -279,9 +279,7 @@ func histc(c *Ctx) ([]*hlo.Value, error) {
 	idx = b.Select(b.Compare(hlo.EQ, x, bc(hiV)), bc(b.ConstantInt(hlo.T(hlo.S64), bins-1)), idx)
 	inside := b.And(b.Compare(hlo.GE, x, bc(loV)), b.Compare(hlo.LE, x, bc(hiV)))
 	idx = b.Select(inside, idx, bc(b.ConstantInt(hlo.T(hlo.S64), -1)))
-	hit := b.Compare(hlo.EQ, b.BroadcastInDim(idx, []int64{n, bins}, []int64{0}), b.Iota(hlo.T(hlo.S64, n, bins), 1))
-	counts := b.Reduce(b.Convert(hit, acc), b.Scalar(acc, 0), hlo.ReduceSum, 0)
-	return []*hlo.Value{b.Convert(counts, m.DType.Elem())}, nil
+	return []*hlo.Value{b.Convert(binCounts(b, idx, bins, acc), m.DType.Elem())}, nil
 }
 
 // histcInt is histc of an integer tensor, which CPU refuses and CUDA counts
@@ -310,9 +308,15 @@ func histcInt(c *Ctx, m TensorMeta, bins int64, lo, hi float64) ([]*hlo.Value, e
 	idx = b.Select(b.Compare(hlo.EQ, idx, nb), b.Sub(nb, bc(b.Scalar(hlo.S64, 1))), idx)
 	inside := b.And(b.Compare(hlo.GE, x, bc(loV)), b.Compare(hlo.LE, x, bc(hiV)))
 	idx = b.Select(inside, idx, bc(b.ConstantInt(hlo.T(hlo.S64), -1)))
+	return []*hlo.Value{b.Convert(binCounts(b, idx, bins, hlo.S64), m.DType.Elem())}, nil
+}
+
+// binCounts counts, in element type e, how many of the s64 bin indices idx
+// (of rank 1; -1 for none) fall in each of bins bins.
+func binCounts(b *hlo.Builder, idx *hlo.Value, bins int64, e hlo.Elem) *hlo.Value {
+	n := idx.T.Shape[0]
 	hit := b.Compare(hlo.EQ, b.BroadcastInDim(idx, []int64{n, bins}, []int64{0}), b.Iota(hlo.T(hlo.S64, n, bins), 1))
-	counts := b.Reduce(b.Convert(hit, hlo.S64), b.Scalar(hlo.S64, 0), hlo.ReduceSum, 0)
-	return []*hlo.Value{b.Convert(counts, m.DType.Elem())}, nil
+	return b.Reduce(b.Convert(hit, e), b.Scalar(e, 0), hlo.ReduceSum, 0)
 }
 
 // bincount is bincount(self, weights, minlength): how often each value of
