@@ -47,3 +47,31 @@ func TestLRUEvictsLeastRecentlyUsed(t *testing.T) {
 		t.Fatalf("stats = %d hits %d misses %d evicted, len %d", hits, misses, evicted, c.Len())
 	}
 }
+
+func TestLRUSetCapEvictsOldestFirst(t *testing.T) {
+	var destroyed []string
+	c := NewLRU(4)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		c.Put(k, fake{k, &destroyed})
+	}
+	c.Get("a") // a becomes the most recent; b is now the oldest
+	c.SetCap(2)
+	if len(destroyed) != 2 || destroyed[0] != "b" || destroyed[1] != "c" {
+		t.Fatalf("destroyed = %v, want [b c]", destroyed)
+	}
+	if c.Len() != 2 || c.Cap() != 2 {
+		t.Fatalf("len %d cap %d, want 2 and 2", c.Len(), c.Cap())
+	}
+	for _, k := range []string{"a", "d"} {
+		if _, ok := c.Peek(k); !ok {
+			t.Fatalf("%s evicted", k)
+		}
+	}
+	c.SetCap(0) // at least one entry stays
+	if c.Len() != 1 || c.Cap() != 1 {
+		t.Fatalf("after SetCap(0): len %d cap %d, want 1 and 1", c.Len(), c.Cap())
+	}
+	if _, _, evicted := c.Stats(); evicted != 3 {
+		t.Fatalf("evicted = %d, want 3", evicted)
+	}
+}

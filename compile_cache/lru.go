@@ -67,6 +67,11 @@ func (c *LRU) Put(key string, val Entry) {
 		return
 	}
 	c.items[key] = c.order.PushFront(&item{key, val})
+	c.evict()
+}
+
+// evict drops the least recently used entries beyond the capacity.
+func (c *LRU) evict() {
 	for c.order.Len() > c.cap {
 		el := c.order.Back()
 		c.order.Remove(el)
@@ -75,6 +80,22 @@ func (c *LRU) Put(key string, val Entry) {
 		it.val.Destroy()
 		c.evicted++
 	}
+}
+
+// SetCap changes the capacity to n (at least 1), evicting the least
+// recently used entries beyond it.
+func (c *LRU) SetCap(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cap = max(1, n)
+	c.evict()
+}
+
+// Cap returns the capacity.
+func (c *LRU) Cap() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cap
 }
 
 // Len returns the number of entries.

@@ -115,6 +115,11 @@ func (e *Engine) compileWorker(p *compilePool) {
 				continue // the engine took it back and closed done
 			}
 			j.start = time.Now()
+			if j.err = e.maps.admit(e.cache); j.err != nil {
+				j.end = time.Now()
+				close(j.done)
+				continue
+			}
 			if e.tiers != nil { // a program another process compiled loads here, off the critical path too
 				p.store.Lock()
 				data, from, asked := e.tiers.Lookup(j.key)

@@ -79,6 +79,7 @@ type Engine struct {
 	stepOpen    bool                // strict mode records as fused until the next flush (program_defer.go)
 	dumpWarned  bool                // TORCHTPU_DUMP_DIR could not be written
 	hcBase      pjrt.HostCacheStats // host cache counters at the last metrics reset
+	evictedBase int64               // in-memory tier evictions at the last metrics reset
 	hostCache   bool                // the plugin's large host blocks are cached (hostcache.go)
 	dev         devices             // the device ops record for, and the others' pending state (devices.go)
 	padOn       bool                // results may be padded (pad.go, TORCHTPU_PAD)
@@ -96,6 +97,7 @@ type Engine struct {
 	lastReason     string                // the explanation of the latest new program
 	logs           logTopics             // TORCHTPU_LOG topics
 	cp             *compilePool          // background compiles of one-op programs (compile_pool.go), started on first use
+	maps           *mapBudget            // the process's memory mappings against the in-memory tier (map_budget.go)
 	noColdRuns     bool                  // TORCHTPU_COLD_RUNS=0: strict mode compiles every cold op in the foreground
 	rerun          *coldRun              // the cold run the op being recorded starts again (cold_run.go)
 }
@@ -115,7 +117,7 @@ func (e *ResizeError) Error() string { return "out= arguments need resizing" }
 func New() *Engine {
 	e := &Engine{
 		storages: map[uint64]*Storage{},
-		cache:    compile_cache.NewLRU(4096),
+		cache:    compile_cache.NewLRU(programsInMemory),
 		fused:    20000,
 		initErr:  errors.New("torchtpu: the device is not initialized (no PJRT plugin loaded; set TORCHTPU_PLUGIN)"),
 	}
@@ -155,7 +157,12 @@ func (e *Engine) readSettings() {
 	}
 	embedAllScalars = os.Getenv("TORCHTPU_EMBED_SCALARS") == "1"
 	slowCompileAfter = slowCompileSetting()
+	e.maps = newMapBudget(programsInMemory)
 }
+
+// programsInMemory is the in-memory tier's capacity, until the process's
+// memory mappings run short (map_budget.go).
+const programsInMemory = 4096
 
 // Init loads the PJRT plugin at path and creates a client with cpuDevices
 // CPU devices (for the CPU plugin). It is idempotent once it has succeeded.

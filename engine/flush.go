@@ -20,15 +20,10 @@ type program struct {
 	donated int // parameters the program takes over (its donation pairs)
 }
 
-// Destroy implements compile_cache.Entry.
-func (p *program) Destroy() {
-	if p.exe != nil {
-		p.exe.Destroy()
-	}
-	if p.fill != nil && p.fill.exe != nil {
-		p.fill.exe.Destroy()
-	}
-}
+// Destroy implements compile_cache.Entry: the in-memory tier lets go of p.
+// Its executable is destroyed once nothing holds it (a compiled graph or a
+// launch being prepared may), by the plugin package's cleanup.
+func (p *program) Destroy() {}
 
 // run returns what launches p.
 func (p *program) run() runner {
@@ -309,6 +304,9 @@ func (e *Engine) compileWith(text string, options []byte, sum *hlo.Summary) (*pj
 func (e *Engine) compileAs(text string, options []byte, sum *hlo.Summary, foreground bool) (*pjrt.Executable, error) {
 	key := e.fullKey(text, options)
 	t0 := time.Now()
+	if err := e.maps.admit(e.cache); err != nil {
+		return nil, err
+	}
 	if exe := e.loadProgram(key, sum); exe != nil {
 		return exe, nil
 	}

@@ -38,6 +38,11 @@ type Metrics struct {
 	RemoteMisses       int64            `json:"remote_cache_misses"`
 	LoadSeconds        float64          `json:"cache_load_seconds"`     // time asking the persistent tiers and loading what they held
 	Tiers              []string         `json:"persistent_cache_tiers"` // the persistent tiers that are on: "disk", "remote"
+	ProgramsInMemory   int64            `json:"programs_in_memory"`     // programs the in-memory tier holds
+	ProgramsEvicted    int64            `json:"programs_evicted"`       // programs it dropped (map_budget.go)
+	LiveExecutables    int64            `json:"live_executables"`       // executables alive: cached, or held by compiled graphs
+	MemoryMappings     int64            `json:"memory_mappings"`        // the process's memory mappings (-1: unknown)
+	MappingLimit       int64            `json:"memory_mapping_limit"`   // the mappings it may hold (0: not watched)
 	Executions         int64            `json:"executions"`
 	LaunchSeconds      float64          `json:"execute_launch_seconds"` // host time spent launching
 	DeviceSeconds      float64          `json:"execute_device_seconds"` // device time of executions run while a trace was active
@@ -77,6 +82,9 @@ func (e *Engine) MetricsJSON() []byte {
 	if e.tiers != nil && e.tiers.Remote != nil {
 		m.Tiers = append(m.Tiers, "remote")
 	}
+	_, _, evicted := e.cache.Stats()
+	m.ProgramsInMemory, m.ProgramsEvicted = int64(e.cache.Len()), evicted-e.evictedBase
+	m.LiveExecutables, m.MemoryMappings, m.MappingLimit = pjrt.LiveExecutables(), int64(countMaps()), int64(e.maps.watched())
 	if e.hostCache {
 		hc := pjrt.ReadHostCacheStats()
 		m.HostCacheFree, m.HostCacheHits, m.HostCacheMisses = hc.FreeBytes, hc.Hits-e.hcBase.Hits, hc.Misses-e.hcBase.Misses
@@ -93,6 +101,7 @@ func (e *Engine) ResetMetrics() {
 	e.m.PeakBytes = e.liveB
 	e.tr.devNanos.Store(0)
 	e.hcBase = pjrt.ReadHostCacheStats()
+	_, _, e.evictedBase = e.cache.Stats()
 }
 
 // NoteFallback counts one CPU fallback of op and reports whether it is the

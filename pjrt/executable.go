@@ -8,6 +8,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -23,6 +24,8 @@ type Executable struct {
 	// devices are the indices of the executable's addressable devices
 	// (the compile-time device assignment).
 	devices []int
+	// collect destroys the executable once nothing holds it (collect.go).
+	collect runtime.Cleanup
 }
 
 var errExecDestroyed = errors.New("pjrt: executable is destroyed")
@@ -83,10 +86,12 @@ func (c *Client) DeserializeExecutable(data []byte) (*Executable, error) {
 func (c *Client) wrapExecutable(le *C.PJRT_LoadedExecutable) (*Executable, error) {
 	api := c.p.api
 	x := &Executable{c: c, le: le}
+	live.Add(1)
 	if err := c.p.check("get executable", C.tt_loaded_get_executable(api, le, &x.e)); err != nil {
 		x.Destroy()
 		return nil, err
 	}
+	x.collectWhenUnreachable()
 	var n C.size_t
 	if err := c.p.check("executable outputs", C.tt_executable_num_outputs(api, x.e, &n)); err != nil {
 		x.Destroy()
@@ -230,21 +235,19 @@ func (x *Executable) Fingerprint() string {
 	return C.GoStringN(s, C.int(n))
 }
 
-// Destroy releases the executable. It is idempotent. Executions already
-// launched are unaffected.
+// Destroy releases the executable now. It is idempotent. Executions
+// already launched are unaffected. An executable that is never destroyed is
+// released once it is unreachable (collect.go).
 func (x *Executable) Destroy() {
 	if x == nil {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	api := x.c.p.api
-	if x.e != nil {
-		_ = x.c.p.check("destroy executable", C.tt_executable_destroy(api, x.e))
-		x.e = nil
+	if x.le == nil && x.e == nil {
+		return
 	}
-	if x.le != nil {
-		_ = x.c.p.check("destroy loaded executable", C.tt_loaded_destroy(api, x.le))
-		x.le = nil
-	}
+	x.collect.Stop()
+	releaseExecutable(execHandles{c: x.c, le: x.le, e: x.e})
+	x.e, x.le = nil, nil
 }

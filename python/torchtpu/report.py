@@ -51,6 +51,10 @@ def format_report(m):
     add(f"  remote                 {_tier(m, 'remote')}")
     add(f"  load time              {m.get('cache_load_seconds', 0.0):.3f} s")
     add(f"  strict fast path hits  {m['strict_fast_path_hits']}")
+    add(f"  programs in memory     {m.get('programs_in_memory', 0)} ({m.get('programs_evicted', 0)} evicted; "
+        f"{m.get('live_executables', 0)} alive with those compiled graphs hold)")
+    if m.get("memory_mapping_limit"):
+        add(f"  memory mappings        {m.get('memory_mappings', 0)} of {m['memory_mapping_limit']}")
     add("Execute:")
     add(f"  executions             {m['executions']}")
     add(f"  launch time (host)     {m['execute_launch_seconds']:.3f} s")
