@@ -40,7 +40,7 @@ type mapBudget struct {
 
 // newMapBudget reads the limit; full is the in-memory tier's capacity.
 func newMapBudget(full int) *mapBudget {
-	b := &mapBudget{full: full}
+	b := &mapBudget{full: full, since: 1 << 30} // counted at the first program
 	if s := os.Getenv("TORCHTPU_MAP_LIMIT"); s != "" {
 		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
 			b.limit = n
@@ -99,6 +99,7 @@ func (b *mapBudget) admit(cache *compile_cache.LRU) error {
 		return nil
 	}
 	b.last = n
+	hard := b.limit / 10 * 9
 	switch {
 	case n > b.limit/2:
 		if !b.warned {
@@ -106,18 +107,30 @@ func (b *mapBudget) admit(cache *compile_cache.LRU) error {
 			fmt.Fprintf(os.Stderr, "torchtpu: warning: the process holds %d of its %d memory mappings; "+
 				"the in-memory program cache now drops the programs it holds least recently used (each loads again from the persistent cache, or compiles again, when next needed)\n", n, b.limit)
 		}
-		cache.SetCap(max(16, cache.Len()*3/4))
-		b.shrinks++
-		collectExecutables()
-		n = countMaps()
-		b.last = n
+		n = b.shrink(cache, cache.Len()*3/4)
+		for n > hard && cache.Len() > minPrograms { // near the limit: halve until under it or nothing is left to drop
+			n = b.shrink(cache, cache.Len()/2)
+		}
 	case n < b.limit/4 && cache.Cap() < b.full:
 		cache.SetCap(min(b.full, cache.Cap()*5/4+1))
 	}
-	if n > b.limit/10*9 {
+	if n > hard {
 		return &MapLimitError{Maps: n, Limit: b.limit, Cached: cache.Len(), Live: pjrt.LiveExecutables()}
 	}
 	return nil
+}
+
+// minPrograms is the fewest programs the in-memory tier is shrunk to.
+const minPrograms = 16
+
+// shrink lowers cache's capacity to n programs (at least minPrograms),
+// collects the executables it dropped and returns the mappings left.
+func (b *mapBudget) shrink(cache *compile_cache.LRU, n int) int {
+	cache.SetCap(max(minPrograms, n))
+	b.shrinks++
+	collectExecutables()
+	b.last = countMaps()
+	return b.last
 }
 
 // watched returns the limit the budget keeps to, 0 when it watches none.

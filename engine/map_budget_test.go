@@ -61,7 +61,7 @@ func TestMapBudgetDropsAQuarterAboveHalfTheLimit(t *testing.T) {
 
 func TestMapBudgetRefusesNearTheLimit(t *testing.T) {
 	drops := 0
-	c := filledLRU(10, &drops)
+	c := filledLRU(200, &drops)
 	const limit = 20 // below what any process holds, even after a collection
 	b := &mapBudget{limit: limit, full: programsInMemory, last: limit}
 	err := b.admit(c)
@@ -69,7 +69,7 @@ func TestMapBudgetRefusesNearTheLimit(t *testing.T) {
 	if !errors.As(err, &me) {
 		t.Fatalf("admit at the limit = %v, want a MapLimitError", err)
 	}
-	if me.Limit != limit || me.Maps <= limit || me.Cached != 10 {
+	if me.Limit != limit || me.Maps <= limit || me.Cached != minPrograms {
 		t.Fatalf("error fields %+v (limit %d)", *me, limit)
 	}
 	for _, want := range []string{"memory mappings", "vm.max_map_count", "torch._dynamo.reset()"} {
@@ -77,8 +77,9 @@ func TestMapBudgetRefusesNearTheLimit(t *testing.T) {
 			t.Errorf("message lacks %q: %s", want, err)
 		}
 	}
-	if c.Len() != 10 { // never below 16 programs
-		t.Fatalf("len %d, want 10", c.Len())
+	// Before refusing, the cache dropped all it could: it was halved down to its floor.
+	if c.Len() != minPrograms || drops != 200-minPrograms {
+		t.Fatalf("len %d, %d dropped; want %d and %d", c.Len(), drops, minPrograms, 200-minPrograms)
 	}
 }
 
