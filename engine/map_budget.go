@@ -133,11 +133,13 @@ func (b *mapBudget) shrink(cache *compile_cache.LRU, n int) int {
 	return b.last
 }
 
-// watched returns the limit the budget keeps to, 0 when it watches none.
-func (b *mapBudget) watched() int {
+// watched returns the mappings last counted and the limit the budget keeps
+// to (0 when it watches none). Counting reads /proc/self/maps, which takes
+// milliseconds in a process with many programs, so metrics do not count.
+func (b *mapBudget) watched() (last, limit int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.limit
+	return int64(b.last), int64(b.limit)
 }
 
 // collectExecutables runs a garbage collection and waits briefly for the

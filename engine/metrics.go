@@ -41,7 +41,7 @@ type Metrics struct {
 	ProgramsInMemory   int64            `json:"programs_in_memory"`     // programs the in-memory tier holds
 	ProgramsEvicted    int64            `json:"programs_evicted"`       // programs it dropped (map_budget.go)
 	LiveExecutables    int64            `json:"live_executables"`       // executables alive: cached, or held by compiled graphs
-	MemoryMappings     int64            `json:"memory_mappings"`        // the process's memory mappings (-1: unknown)
+	MemoryMappings     int64            `json:"memory_mappings"`        // the process's memory mappings when last counted (map_budget.go)
 	MappingLimit       int64            `json:"memory_mapping_limit"`   // the mappings it may hold (0: not watched)
 	Executions         int64            `json:"executions"`
 	LaunchSeconds      float64          `json:"execute_launch_seconds"` // host time spent launching
@@ -84,7 +84,8 @@ func (e *Engine) MetricsJSON() []byte {
 	}
 	_, _, evicted := e.cache.Stats()
 	m.ProgramsInMemory, m.ProgramsEvicted = int64(e.cache.Len()), evicted-e.evictedBase
-	m.LiveExecutables, m.MemoryMappings, m.MappingLimit = pjrt.LiveExecutables(), int64(countMaps()), int64(e.maps.watched())
+	m.LiveExecutables = pjrt.LiveExecutables()
+	m.MemoryMappings, m.MappingLimit = e.maps.watched()
 	if e.hostCache {
 		hc := pjrt.ReadHostCacheStats()
 		m.HostCacheFree, m.HostCacheHits, m.HostCacheMisses = hc.FreeBytes, hc.Hits-e.hcBase.Hits, hc.Misses-e.hcBase.Misses

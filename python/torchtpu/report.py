@@ -54,7 +54,7 @@ def format_report(m):
     add(f"  programs in memory     {m.get('programs_in_memory', 0)} ({m.get('programs_evicted', 0)} evicted; "
         f"{m.get('live_executables', 0)} alive with those compiled graphs hold)")
     if m.get("memory_mapping_limit"):
-        add(f"  memory mappings        {m.get('memory_mappings', 0)} of {m['memory_mapping_limit']}")
+        add(f"  memory mappings        {m.get('memory_mappings', 0)} of {m['memory_mapping_limit']} (at the last count)")
     add("Execute:")
     add(f"  executions             {m['executions']}")
     add(f"  launch time (host)     {m['execute_launch_seconds']:.3f} s")
