@@ -83,6 +83,16 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
   return fill_if_deterministic(t);
 }
 
+// _efficientzerotensor makes the zeros autograd and torch.func use as placeholders, which CPU keeps without
+// memory (a ZeroTensor). tpu makes plain zeros: every op gives the same values; only a ZeroTensor's refusal of
+// in-place writes is not reproduced.
+at::Tensor efficient_zero_tensor(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype_opt,
+                                 std::optional<c10::Layout> layout_opt, std::optional<c10::Device> device_opt,
+                                 std::optional<bool> pin_memory_opt) {
+  at::Tensor t = empty_memory_format(size, dtype_opt, layout_opt, device_opt, pin_memory_opt, std::nullopt);
+  return t.zero_();
+}
+
 at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
                       std::optional<int64_t> storage_offset) {
   return at::native::as_strided_tensorimpl(self, size, stride, storage_offset);
@@ -413,6 +423,7 @@ void from_host(const at::Tensor& dst, const at::Tensor& src) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("_efficientzerotensor", TORCH_FN(efficient_zero_tensor));
   m.impl("as_strided", TORCH_FN(as_strided));
   m.impl("view", TORCH_FN(view));
   m.impl("_reshape_alias", TORCH_FN(reshape_alias));
