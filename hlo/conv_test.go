@@ -73,3 +73,46 @@ func TestReduceWindowArgShape(t *testing.T) {
 		t.Fatalf("index init is not the largest int64:\n%s", text)
 	}
 }
+
+func TestConvolutionPadsAnInputItsKernelOutgrows(t *testing.T) {
+	// A 3x3 kernel over a 2x2 map padded by one: the input is padded by a
+	// pad op and the convolution pads nothing.
+	b := NewBuilder()
+	x := b.Param(T(F32, 4, 8, 2, 2))
+	w := b.Param(T(F32, 6, 8, 3, 3))
+	y := b.Convolution(x, w, ChannelsFirst(2), ConvOpts{Padding: [][2]int64{{1, 1}, {1, 1}}})
+	text, _ := b.Module([]*Value{y})
+	for _, s := range []string{
+		"edge_padding_high = array<i64: 0, 0, 1, 1>, edge_padding_low = array<i64: 0, 0, 1, 1>, interior_padding = array<i64: 0, 0, 0, 0>",
+		"(tensor<4x8x2x2xf32>, tensor<f32>) -> tensor<4x8x4x4xf32>",
+		"lhs_dilation = array<i64: 1, 1>, padding = dense<[[0, 0], [0, 0]]>",
+		"(tensor<4x8x4x4xf32>, tensor<6x8x3x3xf32>) -> tensor<4x6x2x2xf32>",
+	} {
+		if !strings.Contains(text, s) {
+			t.Errorf("module text lacks %q:\n%s", s, text)
+		}
+	}
+	// Input dilation (a transposed convolution's) becomes interior padding.
+	b = NewBuilder()
+	x = b.Param(T(F32, 1, 2, 2, 1))
+	w = b.Param(T(F32, 3, 2, 4, 4))
+	y = b.Convolution(x, w, ChannelsFirst(2), ConvOpts{Padding: [][2]int64{{2, 2}, {3, 3}}, LhsDilation: []int64{3, 3}})
+	text, _ = b.Module([]*Value{y})
+	for _, s := range []string{
+		"edge_padding_high = array<i64: 0, 0, 2, 3>, edge_padding_low = array<i64: 0, 0, 2, 3>, interior_padding = array<i64: 0, 0, 2, 2>",
+		"-> tensor<1x2x8x7xf32>",
+		"-> tensor<1x3x5x4xf32>",
+	} {
+		if !strings.Contains(text, s) {
+			t.Errorf("module text lacks %q:\n%s", s, text)
+		}
+	}
+	// A kernel no longer than the input keeps the convolution's own padding.
+	b = NewBuilder()
+	x = b.Param(T(F32, 4, 8, 3, 3))
+	w = b.Param(T(F32, 6, 8, 3, 3))
+	y = b.Convolution(x, w, ChannelsFirst(2), ConvOpts{Padding: [][2]int64{{1, 1}, {1, 1}}})
+	if text, _ = b.Module([]*Value{y}); strings.Contains(text, "stablehlo.pad") {
+		t.Errorf("a 3x3 kernel over a 3x3 map was padded beforehand:\n%s", text)
+	}
+}

@@ -99,6 +99,25 @@ def test_conv_transpose_output_padding_past_stride(mode):
     run_layer(nn.ConvTranspose3d(2, 2, 2, dilation=3, output_padding=(2, 0, 1)), randn(1, 2, 3, 3, 2))
 
 
+SMALL_MAPS = [  # the kernel outgrows the input: the lowering pads the input itself (hlo.kernelOutgrowsInput)
+    (nn.Conv2d(8, 6, 3, padding=1), (2, 8, 1, 1)),  # a ResNet's last stage on 32-pixel images
+    (nn.Conv2d(8, 6, 3, padding=1, bias=False), (2, 8, 2, 2)),
+    (nn.Conv2d(8, 6, 3, stride=2, padding=1), (2, 8, 2, 3)),
+    (nn.Conv2d(4, 4, 3, padding=2, dilation=2, groups=2), (2, 4, 3, 2)),
+    (nn.Conv1d(4, 6, 5, padding=2), (3, 4, 2)),
+    (nn.Conv3d(2, 3, 3, padding=1), (1, 2, 2, 1, 2)),
+    (nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1), (2, 6, 1, 2)),
+    (nn.ConvTranspose2d(4, 4, 4, stride=3, padding=2, groups=2), (2, 4, 2, 1)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(SMALL_MAPS)))
+def test_kernel_larger_than_the_input(mode, case):
+    torch.manual_seed(0)
+    layer, shape = SMALL_MAPS[case]
+    run_layer(layer, randn(*shape))
+
+
 def test_conv_errors():
     x = torch.randn(1, 5, 8, 8).to("tpu")
     w = torch.randn(4, 3, 3, 3).to("tpu")
