@@ -133,7 +133,7 @@ func (b *Builder) Convolution(lhs, rhs *Value, d ConvDims, o ConvOpts) *Value {
 // CPU compiler then leaves its library convolution for a generic loop, tens
 // of times slower (a 512-channel 3x3 convolution of a 4x512x2x2 batch: 41 ms
 // against 5.5 ms for the same convolution of the input padded beforehand);
-// see bench/results/conv_small_maps.md.
+// bench/results/conv_small_maps.md measures it.
 func kernelOutgrowsInput(lhs, rhs *Value, d ConvDims, ld, rd []int64) bool {
 	for i := range d.LhsSpatial {
 		n, k := lhs.T.Shape[d.LhsSpatial[i]], rhs.T.Shape[d.RhsSpatial[i]]
