@@ -2,6 +2,7 @@ package hlo
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -102,6 +103,7 @@ func (b *Builder) Convolution(lhs, rhs *Value, d ConvDims, o ConvOpts) *Value {
 	if !(len(strides) == n && len(ld) == n && len(rd) == n && len(pad) == n) {
 		failf("convolution: window attributes for %d spatial dims", n)
 	}
+	rhs, pad = b.cropIdleTaps(lhs, rhs, d, pad, strides, ld, rd)
 	if kernelOutgrowsInput(lhs, rhs, d, ld, rd) && (!allZero(pad) || !allOne(ld)) && !lhs.T.Elem.IsComplex() {
 		lhs, pad, ld = b.padForConvolution(lhs, d, pad, ld), make([][2]int64, n), ones(n, nil)
 	}
@@ -142,6 +144,40 @@ func kernelOutgrowsInput(lhs, rhs *Value, d ConvDims, ld, rd []int64) bool {
 		}
 	}
 	return false
+}
+
+// cropIdleTaps drops the kernel taps that meet only padding at every output
+// (a 3x3 kernel over a 1x1 map padded by one uses only its centre), so that
+// the convolution is smaller and, with a 1x1 kernel left, no longer outgrows
+// its input. It returns the kernel and the padding that give the same
+// results; it leaves dimensions with strides or dilations alone.
+func (b *Builder) cropIdleTaps(lhs, rhs *Value, d ConvDims, pad [][2]int64, strides, ld, rd []int64) (*Value, [][2]int64) {
+	r := rhs.T.Rank()
+	start, limit := make([]int64, r), slices.Clone(rhs.T.Shape)
+	out := slices.Clone(pad)
+	cropped := false
+	for i := range d.LhsSpatial {
+		n, k := lhs.T.Shape[d.LhsSpatial[i]], rhs.T.Shape[d.RhsSpatial[i]]
+		lo, hi := pad[i][0], pad[i][1]
+		windows := n + lo + hi - k + 1
+		if strides[i] != 1 || ld[i] != 1 || rd[i] != 1 || n == 0 || windows <= 0 {
+			continue
+		}
+		// Output o reads input o+j-lo through tap j: tap j meets data for
+		// some output when lo-(windows-1) <= j <= lo+n-1.
+		first, last := max(0, lo-(windows-1)), min(k-1, lo+n-1)
+		if first > last || (first == 0 && last == k-1) {
+			continue
+		}
+		start[d.RhsSpatial[i]], limit[d.RhsSpatial[i]] = first, last+1
+		kk := last - first + 1
+		out[i] = [2]int64{lo - first, windows - 1 + kk - n - (lo - first)}
+		cropped = true
+	}
+	if !cropped {
+		return rhs, pad
+	}
+	return b.Slice(rhs, start, limit, ones(r, nil)), out
 }
 
 // padForConvolution pads and dilates lhs's spatial dimensions as a

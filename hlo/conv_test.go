@@ -116,3 +116,50 @@ func TestConvolutionPadsAnInputItsKernelOutgrows(t *testing.T) {
 		t.Errorf("a 3x3 kernel over a 3x3 map was padded beforehand:\n%s", text)
 	}
 }
+
+func TestConvolutionCropsTapsThatMeetOnlyPadding(t *testing.T) {
+	// A 3x3 kernel over a 1x1 map padded by one: only the centre tap meets
+	// data, so the kernel is sliced to it and nothing is padded.
+	b := NewBuilder()
+	x := b.Param(T(F32, 4, 8, 1, 1))
+	w := b.Param(T(F32, 6, 8, 3, 3))
+	y := b.Convolution(x, w, ChannelsFirst(2), ConvOpts{Padding: [][2]int64{{1, 1}, {1, 1}}})
+	text, _ := b.Module([]*Value{y})
+	for _, s := range []string{
+		"start_indices = array<i64: 0, 0, 1, 1>",
+		"-> tensor<6x8x1x1xf32>",
+		"padding = dense<[[0, 0], [0, 0]]>",
+		"(tensor<4x8x1x1xf32>, tensor<6x8x1x1xf32>) -> tensor<4x6x1x1xf32>",
+	} {
+		if !strings.Contains(text, s) {
+			t.Errorf("module text lacks %q:\n%s", s, text)
+		}
+	}
+	// A 1x3 map with a 3x3 kernel: rows crop to the centre, columns keep all taps.
+	b = NewBuilder()
+	x = b.Param(T(F32, 1, 8, 1, 3))
+	w = b.Param(T(F32, 6, 8, 3, 3))
+	y = b.Convolution(x, w, ChannelsFirst(2), ConvOpts{Padding: [][2]int64{{1, 1}, {1, 1}}})
+	text, _ = b.Module([]*Value{y})
+	for _, s := range []string{"-> tensor<6x8x1x3xf32>", "padding = dense<[[0, 0], [1, 1]]>", "-> tensor<1x6x1x3xf32>"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("module text lacks %q:\n%s", s, text)
+		}
+	}
+	// Strided, or every tap used: the kernel stays whole.
+	for _, o := range []ConvOpts{
+		{Padding: [][2]int64{{1, 1}, {1, 1}}, Strides: []int64{2, 2}},
+		{Padding: [][2]int64{{1, 1}, {1, 1}}},
+	} {
+		b = NewBuilder()
+		x = b.Param(T(F32, 1, 8, 1, 2))
+		w = b.Param(T(F32, 6, 8, 3, 3))
+		if o.Strides == nil {
+			x = b.Param(T(F32, 1, 8, 2, 2))
+		}
+		y = b.Convolution(x, w, ChannelsFirst(2), o)
+		if text, _ = b.Module([]*Value{y}); strings.Contains(text, "stablehlo.slice") {
+			t.Errorf("kernel sliced for %+v:\n%s", o, text)
+		}
+	}
+}

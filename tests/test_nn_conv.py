@@ -105,6 +105,9 @@ SMALL_MAPS = [  # the kernel outgrows the input: the lowering pads the input its
     (nn.Conv2d(8, 6, 3, stride=2, padding=1), (2, 8, 2, 3)),
     (nn.Conv2d(4, 4, 3, padding=2, dilation=2, groups=2), (2, 4, 3, 2)),
     (nn.Conv1d(4, 6, 5, padding=2), (3, 4, 2)),
+    (nn.Conv1d(4, 6, 3, padding=1), (3, 4, 1)),  # taps that meet only padding are cut (hlo.cropIdleTaps)
+    (nn.Conv2d(4, 6, 5, padding=2), (2, 4, 1, 2)),
+    (nn.Conv2d(4, 6, 3, padding=(0, 1)), (2, 4, 3, 1)),
     (nn.Conv3d(2, 3, 3, padding=1), (1, 2, 2, 1, 2)),
     (nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1), (2, 6, 1, 2)),
     (nn.ConvTranspose2d(4, 4, 4, stride=3, padding=2, groups=2), (2, 4, 2, 1)),
