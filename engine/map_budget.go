@@ -17,14 +17,15 @@ import (
 
 // A process may hold only vm.max_map_count memory mappings (65530 by
 // default), and the XLA CPU plugin's compiled code takes several per
-// executable, a dozen or more for a large one. A long process that compiles thousands of programs (a test
-// suite, a sweep over models) would reach the limit, and the plugin then
-// fails in its JIT and brings the process down. mapBudget counts the
-// process's mappings as programs are made: above half the limit it drops the
-// least recently used quarter of the in-memory tier (those programs load
-// again from the persistent tiers, or compile again, when next needed) and collects the
-// executables nothing holds; above nine tenths, with nothing left to drop,
-// a compile fails with an error that says why, before the plugin is asked.
+// executable, a dozen or more for a large one. A long process that compiles
+// thousands of programs (a test suite, a sweep over models) would reach the
+// limit, and the plugin then fails in its JIT and brings the process down.
+// mapBudget counts the process's mappings as programs are made: above half
+// the limit it drops the least recently used quarter of the in-memory tier
+// (those programs load again from the persistent tiers, or compile again,
+// when next needed) and collects the executables nothing holds; above nine
+// tenths, with nothing left to drop, a compile fails with an error that says
+// why, before the plugin is asked.
 
 // mapBudget watches the process's memory mappings for the in-memory tier.
 type mapBudget struct {

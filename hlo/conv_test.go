@@ -74,92 +74,67 @@ func TestReduceWindowArgShape(t *testing.T) {
 	}
 }
 
+// convText returns the module text of a channels-first convolution of an
+// input of shape x with a kernel of shape w.
+func convText(x, w []int64, o ConvOpts) string {
+	b := NewBuilder()
+	y := b.Convolution(b.Param(T(F32, x...)), b.Param(T(F32, w...)), ChannelsFirst(len(x)-2), o)
+	text, _ := b.Module([]*Value{y})
+	return text
+}
+
 func TestConvolutionPadsAnInputItsKernelOutgrows(t *testing.T) {
+	one := [][2]int64{{1, 1}, {1, 1}}
 	// A 3x3 kernel over a 2x2 map padded by one: the input is padded by a
 	// pad op and the convolution pads nothing.
-	b := NewBuilder()
-	x := b.Param(T(F32, 4, 8, 2, 2))
-	w := b.Param(T(F32, 6, 8, 3, 3))
-	y := b.Convolution(x, w, ChannelsFirst(2), ConvOpts{Padding: [][2]int64{{1, 1}, {1, 1}}})
-	text, _ := b.Module([]*Value{y})
-	for _, s := range []string{
+	wantText(t, convText([]int64{4, 8, 2, 2}, []int64{6, 8, 3, 3}, ConvOpts{Padding: one}),
 		"edge_padding_high = array<i64: 0, 0, 1, 1>, edge_padding_low = array<i64: 0, 0, 1, 1>, interior_padding = array<i64: 0, 0, 0, 0>",
 		"(tensor<4x8x2x2xf32>, tensor<f32>) -> tensor<4x8x4x4xf32>",
 		"lhs_dilation = array<i64: 1, 1>, padding = dense<[[0, 0], [0, 0]]>",
-		"(tensor<4x8x4x4xf32>, tensor<6x8x3x3xf32>) -> tensor<4x6x2x2xf32>",
-	} {
-		if !strings.Contains(text, s) {
-			t.Errorf("module text lacks %q:\n%s", s, text)
-		}
-	}
+		"(tensor<4x8x4x4xf32>, tensor<6x8x3x3xf32>) -> tensor<4x6x2x2xf32>")
 	// Input dilation (a transposed convolution's) becomes interior padding.
-	b = NewBuilder()
-	x = b.Param(T(F32, 1, 2, 2, 1))
-	w = b.Param(T(F32, 3, 2, 4, 4))
-	y = b.Convolution(x, w, ChannelsFirst(2), ConvOpts{Padding: [][2]int64{{2, 2}, {3, 3}}, LhsDilation: []int64{3, 3}})
-	text, _ = b.Module([]*Value{y})
-	for _, s := range []string{
+	wantText(t, convText([]int64{1, 2, 2, 1}, []int64{3, 2, 4, 4}, ConvOpts{Padding: [][2]int64{{2, 2}, {3, 3}}, LhsDilation: []int64{3, 3}}),
 		"edge_padding_high = array<i64: 0, 0, 2, 3>, edge_padding_low = array<i64: 0, 0, 2, 3>, interior_padding = array<i64: 0, 0, 2, 2>",
 		"-> tensor<1x2x8x7xf32>",
-		"-> tensor<1x3x5x4xf32>",
-	} {
-		if !strings.Contains(text, s) {
-			t.Errorf("module text lacks %q:\n%s", s, text)
-		}
-	}
+		"-> tensor<1x3x5x4xf32>")
 	// A kernel no longer than the input keeps the convolution's own padding.
-	b = NewBuilder()
-	x = b.Param(T(F32, 4, 8, 3, 3))
-	w = b.Param(T(F32, 6, 8, 3, 3))
-	y = b.Convolution(x, w, ChannelsFirst(2), ConvOpts{Padding: [][2]int64{{1, 1}, {1, 1}}})
-	if text, _ = b.Module([]*Value{y}); strings.Contains(text, "stablehlo.pad") {
+	if text := convText([]int64{4, 8, 3, 3}, []int64{6, 8, 3, 3}, ConvOpts{Padding: one}); strings.Contains(text, "stablehlo.pad") {
 		t.Errorf("a 3x3 kernel over a 3x3 map was padded beforehand:\n%s", text)
 	}
 }
 
 func TestConvolutionCropsTapsThatMeetOnlyPadding(t *testing.T) {
+	one := [][2]int64{{1, 1}, {1, 1}}
 	// A 3x3 kernel over a 1x1 map padded by one: only the centre tap meets
 	// data, so the kernel is sliced to it and nothing is padded.
-	b := NewBuilder()
-	x := b.Param(T(F32, 4, 8, 1, 1))
-	w := b.Param(T(F32, 6, 8, 3, 3))
-	y := b.Convolution(x, w, ChannelsFirst(2), ConvOpts{Padding: [][2]int64{{1, 1}, {1, 1}}})
-	text, _ := b.Module([]*Value{y})
-	for _, s := range []string{
+	wantText(t, convText([]int64{4, 8, 1, 1}, []int64{6, 8, 3, 3}, ConvOpts{Padding: one}),
 		"start_indices = array<i64: 0, 0, 1, 1>",
 		"-> tensor<6x8x1x1xf32>",
 		"padding = dense<[[0, 0], [0, 0]]>",
-		"(tensor<4x8x1x1xf32>, tensor<6x8x1x1xf32>) -> tensor<4x6x1x1xf32>",
-	} {
-		if !strings.Contains(text, s) {
-			t.Errorf("module text lacks %q:\n%s", s, text)
-		}
-	}
+		"(tensor<4x8x1x1xf32>, tensor<6x8x1x1xf32>) -> tensor<4x6x1x1xf32>")
 	// A 1x3 map with a 3x3 kernel: rows crop to the centre, columns keep all taps.
-	b = NewBuilder()
-	x = b.Param(T(F32, 1, 8, 1, 3))
-	w = b.Param(T(F32, 6, 8, 3, 3))
-	y = b.Convolution(x, w, ChannelsFirst(2), ConvOpts{Padding: [][2]int64{{1, 1}, {1, 1}}})
-	text, _ = b.Module([]*Value{y})
-	for _, s := range []string{"-> tensor<6x8x1x3xf32>", "padding = dense<[[0, 0], [1, 1]]>", "-> tensor<1x6x1x3xf32>"} {
-		if !strings.Contains(text, s) {
-			t.Errorf("module text lacks %q:\n%s", s, text)
+	wantText(t, convText([]int64{1, 8, 1, 3}, []int64{6, 8, 3, 3}, ConvOpts{Padding: one}),
+		"-> tensor<6x8x1x3xf32>", "padding = dense<[[0, 0], [1, 1]]>", "-> tensor<1x6x1x3xf32>")
+	// Strided, or every tap used: the kernel stays whole.
+	for _, c := range []struct {
+		x []int64
+		o ConvOpts
+	}{
+		{[]int64{1, 8, 1, 2}, ConvOpts{Padding: one, Strides: []int64{2, 2}}},
+		{[]int64{1, 8, 2, 2}, ConvOpts{Padding: one}},
+	} {
+		if text := convText(c.x, []int64{6, 8, 3, 3}, c.o); strings.Contains(text, "stablehlo.slice") {
+			t.Errorf("kernel sliced for %v %+v:\n%s", c.x, c.o, text)
 		}
 	}
-	// Strided, or every tap used: the kernel stays whole.
-	for _, o := range []ConvOpts{
-		{Padding: [][2]int64{{1, 1}, {1, 1}}, Strides: []int64{2, 2}},
-		{Padding: [][2]int64{{1, 1}, {1, 1}}},
-	} {
-		b = NewBuilder()
-		x = b.Param(T(F32, 1, 8, 1, 2))
-		w = b.Param(T(F32, 6, 8, 3, 3))
-		if o.Strides == nil {
-			x = b.Param(T(F32, 1, 8, 2, 2))
-		}
-		y = b.Convolution(x, w, ChannelsFirst(2), o)
-		if text, _ = b.Module([]*Value{y}); strings.Contains(text, "stablehlo.slice") {
-			t.Errorf("kernel sliced for %+v:\n%s", o, text)
+}
+
+// wantText fails t for each line of want that module text lacks.
+func wantText(t *testing.T, text string, want ...string) {
+	t.Helper()
+	for _, s := range want {
+		if !strings.Contains(text, s) {
+			t.Errorf("module text lacks %q:\n%s", s, text)
 		}
 	}
 }
