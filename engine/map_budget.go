@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -94,7 +92,7 @@ func (b *mapBudget) admit(cache *compile_cache.LRU) error {
 		return nil
 	}
 	b.since = 0
-	n := countMaps()
+	n := pjrt.MemoryMappings()
 	if n < 0 {
 		b.limit = 0 // no /proc: nothing to watch with
 		return nil
@@ -130,7 +128,7 @@ func (b *mapBudget) shrink(cache *compile_cache.LRU, n int) int {
 	cache.SetCap(max(minPrograms, n))
 	b.shrinks++
 	collectExecutables()
-	b.last = countMaps()
+	b.last = pjrt.MemoryMappings()
 	return b.last
 }
 
@@ -155,27 +153,5 @@ func collectExecutables() {
 			return
 		}
 		prev = now
-	}
-}
-
-// countMaps returns the number of the process's memory mappings, or -1
-// where /proc cannot tell.
-func countMaps() int {
-	f, err := os.Open("/proc/self/maps")
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	buf := make([]byte, 256<<10)
-	n := 0
-	for {
-		k, err := f.Read(buf)
-		n += bytes.Count(buf[:k], []byte{'\n'})
-		if err == io.EOF {
-			return n
-		}
-		if err != nil {
-			return -1
-		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"torchtpu/compile_cache"
+	"torchtpu/pjrt"
 )
 
 type dropped struct{ n *int }
@@ -24,7 +25,7 @@ func filledLRU(n int, drops *int) *compile_cache.LRU {
 func TestMapBudgetLeavesTheCacheAloneWellUnderTheLimit(t *testing.T) {
 	drops := 0
 	c := filledLRU(100, &drops)
-	b := &mapBudget{limit: countMaps() * 8, full: programsInMemory}
+	b := &mapBudget{limit: pjrt.MemoryMappings() * 8, full: programsInMemory}
 	for range 200 {
 		if err := b.admit(c); err != nil {
 			t.Fatal(err)
@@ -41,7 +42,7 @@ func TestMapBudgetLeavesTheCacheAloneWellUnderTheLimit(t *testing.T) {
 func TestMapBudgetDropsAQuarterAboveHalfTheLimit(t *testing.T) {
 	drops := 0
 	c := filledLRU(100, &drops)
-	n := countMaps()
+	n := pjrt.MemoryMappings()
 	b := &mapBudget{limit: n * 3 / 2, full: programsInMemory, last: n} // over half: counted on every program
 	if err := b.admit(c); err != nil {
 		t.Fatalf("at two thirds of the limit: %v", err)

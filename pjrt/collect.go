@@ -6,6 +6,9 @@ package pjrt
 import "C"
 
 import (
+	"bytes"
+	"io"
+	"os"
 	"runtime"
 	"sync/atomic"
 )
@@ -58,3 +61,25 @@ func releaseExecutable(h execHandles) {
 // LiveExecutables returns how many executables exist: created, and neither
 // destroyed nor yet collected.
 func LiveExecutables() int64 { return live.Load() }
+
+// MemoryMappings returns the number of the process's memory mappings, or
+// -1 where /proc cannot tell.
+func MemoryMappings() int {
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	buf := make([]byte, 256<<10)
+	n := 0
+	for {
+		k, err := f.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			return -1
+		}
+	}
+}
