@@ -108,6 +108,9 @@ func arangeOut(c *Ctx) ([]*hlo.Value, error) {
 			last := first + (n-1)*by
 			c.KnowRange(0, min(first, last), max(first, last))
 		}
+		if capacity, ok := c.growingCapacity(n); ok {
+			return []*hlo.Value{arangePadded(c, first, by, n, capacity, d)}, nil
+		}
 		sv := b.BroadcastTo(c.R.IntNumber(first, hlo.S64), []int64{n})
 		st := b.BroadcastTo(c.R.IntNumber(by, hlo.S64), []int64{n})
 		return []*hlo.Value{b.Convert(b.Add(sv, b.Mul(i, st)), d.Elem())}, nil
@@ -120,6 +123,19 @@ func arangeOut(c *Ctx) ([]*hlo.Value, error) {
 	sv := b.BroadcastTo(c.R.Scalar(start, acc.Elem()), []int64{n})
 	st := b.BroadcastTo(c.R.Scalar(step, acc.Elem()), []int64{n})
 	return []*hlo.Value{b.Convert(b.Add(sv, b.Mul(fi, st)), d.Elem())}, nil
+}
+
+// arangePadded is an integer arange of n elements held padded to capacity
+// (padded.go), for an n that is a growing tensor's size: a decoding loop's
+// key positions compile once per capacity.
+func arangePadded(c *Ctx, first, by, n, capacity int64, d DType) *hlo.Value {
+	b := c.B
+	shape := []int64{capacity}
+	i := b.Iota(hlo.T(hlo.S64, capacity), 0)
+	v := b.Add(b.BroadcastTo(c.R.IntNumber(first, hlo.S64), shape), b.Mul(i, b.BroadcastTo(c.R.IntNumber(by, hlo.S64), shape)))
+	v = b.Select(validMask(b, shape, 0, c.R.IntNumber(n, hlo.S64)), v, b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), 0), shape))
+	c.PadResultAt(0, 0, n)
+	return b.Convert(v, d.Elem())
 }
 
 // eyeOut is eye.m_out(n, m, *, out) and eye.out(n, *, out): ones on the

@@ -134,7 +134,9 @@ func (c *Ctx) integerIndices(handle any, m TensorMeta, d int64, pos int, sizes [
 		return hostIdx{}, Errorf("too many indices for tensor of dimension %d (got %d)", len(sizes), d+1)
 	}
 	size := sizes[d]
-	if c.NoHostChecks {
+	// Indices whose range is known to be valid (made by arange, say) need no
+	// read: they are wrapped on the device.
+	if c.NoHostChecks || c.handleWithin(handle, -size, size-1) {
 		return hostIdx{dim: d, shape: m.Sizes, dev: wrapIndices(c.B, c.R.Read(handle), m.Sizes, size)}, nil
 	}
 	vals, err := c.R.Int64s(handle)

@@ -37,6 +37,9 @@ type PaddedReader interface {
 	// PadCapacity returns the capacity a result of size n along a growing
 	// dimension gets; ok is false when results are not padded now.
 	PadCapacity(n int64) (capacity int64, ok bool)
+	// HoldsPaddedSize reports whether a tensor held padded now has size n
+	// along its padded dimension.
+	HoldsPaddedSize(n int64) bool
 }
 
 // PadResult is a result a rule returns in padded form, with its size along
@@ -115,4 +118,15 @@ func padTo(b *hlo.Builder, v *hlo.Value, dim int, capacity int64) *hlo.Value {
 func validMask(b *hlo.Builder, shape []int64, dim int, size *hlo.Value) *hlo.Value {
 	idx := b.Iota(hlo.T(hlo.S64, shape...), dim)
 	return b.Compare(hlo.LT, idx, b.BroadcastInDim(size, shape, nil))
+}
+
+// growingCapacity returns the capacity for a result of size n along a
+// dimension that grows: n is the size of a tensor held padded now (an arange
+// over a growing key/value cache's positions). ok is false otherwise.
+func (c *Ctx) growingCapacity(n int64) (int64, bool) {
+	pr, ok := c.R.(PaddedReader)
+	if !ok || !pr.HoldsPaddedSize(n) {
+		return 0, false
+	}
+	return pr.PadCapacity(n)
 }

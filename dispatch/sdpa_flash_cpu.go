@@ -57,17 +57,36 @@ func (c *Ctx) readAttn(qi, causal, mask, scale int, padded bool) (*attnArgs, err
 	if c.Has(scale) {
 		a.scale = c.Float(scale, a.scale)
 	}
-	if kp, vp, ok := c.paddedKV(qi, r-2, padded && !c.Has(mask)); ok {
+	// A mask goes with padded keys and values when it is held padded along
+	// its last dimension to their capacity (made from a padded mask by
+	// elementwise ops, engine/pad_ops.go).
+	var mp *Padded
+	if padded && c.Has(mask) {
+		mc, mok := c.paddedCap(mask, 0, c.Meta(mask).Rank()-1)
+		kc, kok := c.paddedCap(qi+1, 0, r-2)
+		padded = mok && kok && mc == kc
+	}
+	if kp, vp, ok := c.paddedKV(qi, r-2, padded); ok {
 		a.k, a.v, a.s = b.Convert(kp.V, d.Elem()), b.Convert(vp.V, d.Elem()), kp.Cap
 		ls := append(append([]int64{}, batch...), a.l, a.s)
 		a.bias = b.Select(validMask(b, ls, r-1, kp.Size), full(b, d, ls, 0), full(b, d, ls, math.Inf(-1)))
+		if c.Has(mask) {
+			m, _ := c.readPadded(mask, 0, c.Meta(mask).Rank()-1)
+			mp = &m
+		}
 	} else {
 		a.k, a.v = b.Convert(c.T(qi+1), d.Elem()), b.Convert(c.T(qi+2), d.Elem())
 	}
 	ls := append(append([]int64{}, batch...), a.l, a.s)
 	if c.Has(mask) {
 		mm := c.Meta(mask)
-		mv := c.T(mask)
+		var mv *hlo.Value
+		if mp != nil {
+			mm.Sizes = mp.V.T.Shape
+			mv = mp.V
+		} else {
+			mv = c.T(mask)
+		}
 		if mm.DType == Bool {
 			mv = b.Select(mv, full(b, d, mm.Sizes, 0), full(b, d, mm.Sizes, math.Inf(-1)))
 		} else {
@@ -76,7 +95,11 @@ func (c *Ctx) readAttn(qi, causal, mask, scale int, padded bool) (*attnArgs, err
 		if _, err := BroadcastShapes(mm.Sizes, ls); err != nil {
 			return nil, Errorf("scaled_dot_product_attention: attn_mask %s does not broadcast to %s", shapeString(mm.Sizes), shapeString(ls))
 		}
-		a.bias = b.BroadcastTo(mv, ls)
+		if mp != nil {
+			a.bias = b.Add(b.BroadcastTo(mv, ls), a.bias)
+		} else {
+			a.bias = b.BroadcastTo(mv, ls)
+		}
 	}
 	if c.Bool(causal, false) {
 		allowed := b.Compare(hlo.LE, b.Iota(hlo.T(hlo.S64, ls...), r-1), b.Iota(hlo.T(hlo.S64, ls...), r-2))

@@ -149,11 +149,16 @@ func (c *Ctx) checkIndices(i int, size int64, msg func(v int64) error) error {
 // knownWithin reports whether the engine knows, without a device read, that
 // every value of integer tensor argument i lies in [lo, hi] (intrange.go).
 func (c *Ctx) knownWithin(i int, lo, hi int64) bool {
+	return c.handleWithin(c.Args[i].Handles[0], lo, hi)
+}
+
+// handleWithin is knownWithin for the tensor of a handle.
+func (c *Ctx) handleWithin(handle any, lo, hi int64) bool {
 	rr, ok := c.R.(rangeReader)
 	if !ok {
 		return false
 	}
-	l, h, known := rr.IntRange(c.Args[i].Handles[0])
+	l, h, known := rr.IntRange(handle)
 	return known && l >= lo && h <= hi
 }
 

@@ -47,23 +47,24 @@ type Engine struct {
 	cache       *compile_cache.LRU
 	tiers       *compile_cache.Tiers // TORCHTPU_CACHE_DIR and TORCHTPU_CACHE_URL, or nil
 	options     []byte
-	fastOptions []byte                  // options for small programs (fastcompile.go), nil when TORCHTPU_FAST_COMPILE=0
-	lastOptions []byte                  // the options of the latest compile
-	d           *deviceState            // the state of the device ops record for (devices.go)
-	sigBuf      []byte                  // scratch for opSignature
-	sigSeed     int                     // 1 + the seed argument of the op being planned (0: none), left out of its signature
-	opSeeds     []seedUpload            // the seeds the running op uploaded (plan.go, srcSeed)
-	layouts     [][]int64               // the memory order of the running op's new results (layout.go)
-	hostVals    map[*TensorDesc][]int64 // the running rule's declared host arguments, read (needs.go)
-	fusedLog    *planMark               // the op being planned for the fused fast path, if any
-	opSerial    uint64                  // counts ops begun and ended, so that each op's numbers are its own (opNumber)
-	noFusedPath bool                    // TORCHTPU_FUSED_FAST_PATH=0
-	noPhaseCut  bool                    // TORCHTPU_BACKWARD_CUT=0
-	noStepTape  bool                    // TORCHTPU_STEP_REPLAY=0
-	padSeen     bool                    // a tensor grew by appends (pad.go): step replay is off while one is alive
-	segments    uint64                  // step segments started so far, each one's epoch (step_tape.go)
-	lastProg    string                  // the cache key of the program flush launched last
-	events      []inFlight              // launched work that may still run
+	fastOptions []byte                     // options for small programs (fastcompile.go), nil when TORCHTPU_FAST_COMPILE=0
+	lastOptions []byte                     // the options of the latest compile
+	d           *deviceState               // the state of the device ops record for (devices.go)
+	sigBuf      []byte                     // scratch for opSignature
+	sigSeed     int                        // 1 + the seed argument of the op being planned (0: none), left out of its signature
+	opSeeds     []seedUpload               // the seeds the running op uploaded (plan.go, srcSeed)
+	layouts     [][]int64                  // the memory order of the running op's new results (layout.go)
+	hostVals    map[*TensorDesc][]int64    // the running rule's declared host arguments, read (needs.go)
+	fusedLog    *planMark                  // the op being planned for the fused fast path, if any
+	opSerial    uint64                     // counts ops begun and ended, so that each op's numbers are its own (opNumber)
+	noFusedPath bool                       // TORCHTPU_FUSED_FAST_PATH=0
+	noPhaseCut  bool                       // TORCHTPU_BACKWARD_CUT=0
+	noStepTape  bool                       // TORCHTPU_STEP_REPLAY=0
+	padSeen     bool                       // a tensor grew by appends (pad.go): step replay is off while one is alive
+	padReads    map[*TensorDesc]*hlo.Value // padded arguments the running rule reads as held (pad_ops.go)
+	segments    uint64                     // step segments started so far, each one's epoch (step_tape.go)
+	lastProg    string                     // the cache key of the program flush launched last
+	events      []inFlight                 // launched work that may still run
 	forked      bool
 	m           Metrics
 	fused       int // op count that forces a flush in fused mode

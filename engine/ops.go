@@ -260,10 +260,15 @@ func (e *Engine) replay(m *planMark, args []dispatch.Arg) (outs []OutTensor, p *
 func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]OutTensor, *dispatch.Ctx, error) {
 	c := &dispatch.Ctx{Op: op, B: e.d.g.b, Args: args, R: e, NoHostChecks: e.capturing()}
 	e.cur, e.curOp = c, op
-	defer func() { e.cur = nil }()
-	results, err := entry.Rule.Lower(c)
+	defer func() { e.cur, e.padReads = nil, nil }()
+	results, pad, err := e.lowerRule(c, entry)
 	if err != nil {
 		return nil, nil, err
+	}
+	if pad != nil && pad.copyTo != nil {
+		e.holdPadded(pad.copyTo, results[0], args[0].Tensors[0].DType, pad.dim, pad.n)
+		e.keepRanges(c, entry.Variant, args, nil, len(results))
+		return nil, c, nil
 	}
 	var outs []OutTensor
 	switch entry.Variant {
@@ -287,6 +292,9 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 			}
 		}
 	case dispatch.OutVariant:
+		if e.padOut(c, results) {
+			break
+		}
 		if err := e.writeOuts(c, entry.Rule, cutPadded(c, results)); err != nil {
 			return nil, nil, err
 		}
@@ -298,6 +306,34 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 	}
 	e.keepRanges(c, entry.Variant, args, outs, len(results))
 	return outs, c, nil
+}
+
+// lowerRule runs the op's rule in c, on its padded arguments as held where
+// the op computes on them so (pad_ops.go); pad is then not nil.
+func (e *Engine) lowerRule(c *dispatch.Ctx, entry dispatch.Entry) ([]*hlo.Value, *padOp, error) {
+	kind := dispatch.PadKindOf(c.Op)
+	if kind == dispatch.PadNone || (entry.Variant != dispatch.Functional) != (kind == dispatch.PadCopy) {
+		results, err := entry.Rule.Lower(c)
+		return results, nil, err
+	}
+	args := c.Args
+	p := e.planPadOp(kind, args)
+	if p == nil {
+		results, err := entry.Rule.Lower(c)
+		return results, nil, err
+	}
+	c.Args = p.args
+	results, err := entry.Rule.Lower(c)
+	c.Args, e.padReads = args, nil
+	if err == nil && len(results) == 1 {
+		if r, ok := e.finishPadOp(c, p, results[0]); ok {
+			return []*hlo.Value{r}, p, nil
+		}
+	}
+	// Not as expected: the rule runs again on the arguments at their sizes.
+	c.Pads, c.Ranges, c.Writes = nil, nil, nil
+	results, err = entry.Rule.Lower(c)
+	return results, nil, err
 }
 
 // writeOuts writes an out= op's results into its trailing out= arguments,

@@ -74,6 +74,19 @@ func (e *Engine) PadCapacity(n int64) (int64, bool) {
 	return c, true
 }
 
+// HoldsPaddedSize implements dispatch.PaddedReader.
+func (e *Engine) HoldsPaddedSize(n int64) bool {
+	if !e.padSeen || n <= 1 {
+		return false
+	}
+	for _, st := range e.storages {
+		if st.pad != nil && st.shape[st.pad.dim] == n {
+			return true
+		}
+	}
+	return false
+}
+
 // Appended implements dispatch.PaddedReader.
 func (e *Engine) Appended(h any, dim int) bool {
 	t := h.(*TensorDesc)

@@ -52,6 +52,9 @@ func (e *Engine) Read(h any) *hlo.Value {
 		}
 		return e.Scalar(decodeScalar(t.Host, t.DType.StoredElem()), t.DType.Elem())
 	}
+	if v, ok := e.padReads[t]; ok {
+		return v // an argument read as held (pad_ops.go)
+	}
 	if v := e.captureRead(t); v != nil {
 		return v
 	}

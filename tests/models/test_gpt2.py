@@ -110,3 +110,18 @@ def test_gpt2_decoding_compiles_no_program_per_token(mode, cache):
     # programs counted are this test's own.
     prompt = torch.randint(0, VOCAB, (3, 6 if cache is None else 7), generator=torch.Generator().manual_seed(11))
     compare_decoding_programs(build, (prompt,), mode, cache=cache, pad_token_id=0)
+
+
+@pytest.mark.parametrize("mode", [pytest.param("strict", marks=pytest.mark.zoo_full), "fused"])
+def test_gpt2_left_padded_batch_decoding_compiles_no_program_per_token(mode):
+    # A batch with a left-padded row: generate() builds an attention mask each step from an arange of the key
+    # positions and the growing padding mask (engine/pad_ops.go keeps them padded). The second and third calls
+    # may each compile the two small programs of the stop check on the newest token, read from the ids plain
+    # in one call and padded in the next. An arange of the key positions is held padded where its length is the
+    # size of a padded tensor alive (engine/pad_ops.go), so tensors earlier tests left may give the longer call
+    # a variant of the step's program at its first step (one program, not one per token).
+    prompt = torch.randint(1, VOCAB, (2, 9), generator=torch.Generator().manual_seed(13))
+    mask = torch.ones_like(prompt)
+    prompt[1, :3], mask[1, :3] = 0, 0
+    compare_decoding_programs(build, (prompt,), mode, warm=3, warm_programs=2, long_programs=1,
+                              attention_mask=mask, pad_token_id=0)

@@ -1,0 +1,63 @@
+package dispatch
+
+// Ops that compute on padded arguments as they are held (engine/pad_ops.go).
+// A tensor grown by appends is held padded (padded.go); the ops below let
+// what is computed from it stay padded too, so a decoding loop's masks and
+// positions (an arange of the sequence length, comparisons, a padding mask
+// indexed by key positions) compile once per capacity instead of once per
+// length. Their rules are not changed: the engine hands them the padded
+// arguments at their capacity and zeroes the result past the size.
+
+// PadKind says how an op computes on padded arguments.
+type PadKind int
+
+// Pad kinds.
+const (
+	// PadNone: padded arguments are read at their size.
+	PadNone PadKind = iota
+	// PadElementwise: each result element reads only the arguments'
+	// elements at its broadcast index; arguments not padded have size 1 in
+	// the padded dimension. The result is padded along that dimension.
+	PadElementwise
+	// PadSum: a sum over some dimensions, to which zeros add nothing. A
+	// result that keeps the padded dimension stays padded.
+	PadSum
+	// PadIndex: index.Tensor with an index tensor for every dimension of
+	// its input, elementwise in the indices; a padded input is read as held
+	// when its padded dimension's indices are known to lie below its size.
+	PadIndex
+	// PadCopy: copy_ into a storage never written, whole, of the padded
+	// source's shape: the storage is held padded.
+	PadCopy
+)
+
+// padKinds lists the ops that are not PadNone.
+var padKinds = map[string]PadKind{
+	"aten::add.Tensor": PadElementwise, "aten::add.Scalar": PadElementwise,
+	"aten::sub.Tensor": PadElementwise, "aten::sub.Scalar": PadElementwise,
+	"aten::rsub.Tensor": PadElementwise, "aten::rsub.Scalar": PadElementwise,
+	"aten::mul.Tensor": PadElementwise, "aten::mul.Scalar": PadElementwise,
+	"aten::neg": PadElementwise, "aten::abs": PadElementwise,
+	"aten::maximum": PadElementwise, "aten::minimum": PadElementwise,
+	"aten::eq.Tensor": PadElementwise, "aten::eq.Scalar": PadElementwise,
+	"aten::ne.Tensor": PadElementwise, "aten::ne.Scalar": PadElementwise,
+	"aten::lt.Tensor": PadElementwise, "aten::lt.Scalar": PadElementwise,
+	"aten::le.Tensor": PadElementwise, "aten::le.Scalar": PadElementwise,
+	"aten::gt.Tensor": PadElementwise, "aten::gt.Scalar": PadElementwise,
+	"aten::ge.Tensor": PadElementwise, "aten::ge.Scalar": PadElementwise,
+	"aten::bitwise_and.Tensor": PadElementwise, "aten::bitwise_and.Scalar": PadElementwise,
+	"aten::bitwise_or.Tensor": PadElementwise, "aten::bitwise_or.Scalar": PadElementwise,
+	"aten::bitwise_xor.Tensor": PadElementwise, "aten::bitwise_xor.Scalar": PadElementwise,
+	"aten::bitwise_not": PadElementwise,
+	"aten::logical_and": PadElementwise, "aten::logical_or": PadElementwise,
+	"aten::logical_xor": PadElementwise, "aten::logical_not": PadElementwise,
+	"aten::where.self":         PadElementwise,
+	"aten::masked_fill.Scalar": PadElementwise, "aten::masked_fill.Tensor": PadElementwise,
+	"aten::clone": PadElementwise,
+	"aten::sum":   PadSum, "aten::sum.dim_IntList": PadSum,
+	"aten::index.Tensor": PadIndex,
+	"aten::copy_":        PadCopy,
+}
+
+// PadKindOf returns how op computes on padded arguments.
+func PadKindOf(op string) PadKind { return padKinds[op] }

@@ -1,0 +1,93 @@
+"""What a decoding loop computes from its growing tensors stays padded (engine/pad_ops.go): an arange of a
+growing tensor's size, elementwise ops, sums, a padding mask indexed by key positions, copies to other dtypes,
+and attention with the mask made so. Batched generate() with left padding builds its attention mask that way
+each step. Every step must give CPU's values, dtypes and strides, inside a capacity and across its edge, and the
+steps inside one capacity must compile nothing."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import Draws
+from test_padded import compiles, same
+
+randn, randint = Draws(11).pair()
+pytestmark = pytest.mark.usefixtures("fresh_metrics")
+
+
+def mask_loop(mask, k, v, q, steps, on_step):
+    """One step of batched decoding with left padding, as transformers' masks make it: the padding mask and the
+    key/value cache grow by a column; the step's key positions (an arange of the cache's length) are compared
+    with the query's position, the padding mask is indexed by batch and key position, and the combined mask is
+    turned into an additive bias for attention. on_step(k, results) sees each step's results."""
+    b = mask.shape[0]
+    for s in range(steps):
+        mask = torch.cat([mask, mask.new_ones(b, 1)], dim=-1)
+        k = torch.cat([k, q * (s + 1)], dim=-2)
+        v = torch.cat([v, q - s], dim=-2)
+        n = k.shape[-2]
+        kv = torch.arange(n, device=q.device) + 0
+        qi = torch.arange(1, device=q.device) + (n - 1)
+        causal = kv[None, None, None, :] <= qi[None, None, :, None]
+        pad = mask.bool()[torch.arange(b, device=q.device)[:, None, None, None], kv[None, None, None, :]]
+        allowed = causal & pad
+        bias = torch.where(allowed, torch.tensor(0.0, device=q.device), torch.tensor(float("-inf"), device=q.device))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        seen = mask.sum()
+        valid = (mask.long().sum(dim=-1, keepdim=True), (kv * 2 - 1).clone(), mask.to(torch.float32) * 0.5)
+        on_step(s, dict(mask=mask, kv=kv, allowed=allowed, bias=bias, out=out, seen=seen, valid=valid, k=k))
+    return mask, k, v
+
+
+def start(n):
+    mask = torch.ones(2, n, dtype=torch.long)
+    mask[1, :3] = 0  # the second row is left-padded
+    return mask, randn(2, 4, n, 8), randn(2, 4, n, 8), randn(2, 4, 1, 8)
+
+
+@pytest.mark.parametrize("n", [10, 120])  # inside the first capacity (128), and across its edge
+def test_a_left_padded_mask_over_a_growing_cache_matches_cpu(mode, n):
+    mask, k, v, q = start(n)
+    want = {}
+    mask_loop(mask, k, v, q, 16, lambda s, r: want.setdefault(s, r))
+
+    def check(s, r):
+        w = want[s]
+        for name in ("mask", "kv", "allowed", "bias", "seen", "k"):
+            same(r[name], w[name])
+        for g, x in zip(r["valid"], w["valid"]):
+            same(g, x)
+        same(r["out"], w["out"], atol=2e-6, rtol=2e-5)
+    mask_loop(*(t.to("tpu") for t in (mask, k, v, q)), 16, check)
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_mask_steps_inside_one_capacity_compile_nothing(mode):
+    mask, k, v, q = start(10)
+    outs, marks = [], {}
+
+    def step(s, r):
+        outs.append(r["out"])
+        torch.tpu.synchronize()
+        marks[s] = compiles()
+    mask_loop(*(t.to("tpu") for t in (mask, k, v, q)), 40, step)
+    want = []
+    mask_loop(mask, k, v, q, 40, lambda s, r: want.append(r["out"]))
+    for g, w in zip(outs, want):
+        same(g, w, atol=2e-6, rtol=2e-5)
+    # Step 0 appends to the prompt, step 1 starts the padding and step 2 is the first whose key positions are
+    # an arange of a padded size; from then on every size up to 128 runs the same programs.
+    assert marks[39] == marks[3], [(s, c) for s, c in sorted(marks.items()) if c != marks.get(s - 1)]
+
+
+def test_an_index_past_a_padded_size_still_raises():
+    # The padded mask is read as held only where the key positions are known to lie below its size; an index
+    # at the size reads nothing padded and raises as on CPU.
+    torch.tpu.set_mode("fused")
+    m = torch.ones(2, 10, dtype=torch.long, device="tpu")
+    for _ in range(3):
+        m = torch.cat([m, m[:, :1]], dim=-1)
+    bad = torch.arange(m.shape[1] + 1, device="tpu")
+    with pytest.raises(IndexError, match="out of bounds"):
+        m[torch.arange(2, device="tpu")[:, None], bad[None, :]].cpu()
+    assert torch.equal(m.cpu(), torch.ones(2, 13, dtype=torch.long))
