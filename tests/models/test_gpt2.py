@@ -80,7 +80,10 @@ report(equal=torch.equal(got, want), compiled=counters()["graphs_compiled"])
 # grows the ids and once for the padded steps after it. generate()'s argument checks (`(eos < 0).any()`, its
 # attention mask of ones) and the index checks of the ids and positions it makes are decided by value ranges and
 # read nothing.
-@pytest.mark.parametrize("cache,bound", [(None, 4), ("static", 6)])
+# With the static cache one program more (7, was 6): an arange whose length is the padded ids' size is held padded
+# from the second step (engine/pad_ops.go), a variant of generate()'s bookkeeping program; the count stays the same
+# whatever the number of tokens (bench/generate_programs.py).
+@pytest.mark.parametrize("cache,bound", [(None, 4), ("static", 7)])
 def test_gpt2_cold_generate_compiles_a_fixed_number_of_programs(cache, bound):
     res, _ = compile_util.run(COLD_GENERATE.format(static=cache == "static", vocab=VOCAB), timeout=300,
                               env={"TORCHTPU_CACHE_DIR": "", "HF_HUB_OFFLINE": "1"})
