@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"fmt"
 	"math"
 
 	"torchtpu/hlo"
@@ -108,7 +109,7 @@ func arangeOut(c *Ctx) ([]*hlo.Value, error) {
 			last := first + (n-1)*by
 			c.KnowRange(0, min(first, last), max(first, last))
 		}
-		if capacity, ok := c.growingCapacity(n); ok {
+		if capacity, ok := c.growingCapacity(fmt.Sprint("arange ", first, " ", by, " ", d), n); ok {
 			return []*hlo.Value{arangePadded(c, first, by, n, capacity, d)}, nil
 		}
 		sv := b.BroadcastTo(c.R.IntNumber(first, hlo.S64), []int64{n})
@@ -126,14 +127,15 @@ func arangeOut(c *Ctx) ([]*hlo.Value, error) {
 }
 
 // arangePadded is an integer arange of n elements held padded to capacity
-// (padded.go), for an n that is a growing tensor's size: a decoding loop's
-// key positions compile once per capacity.
+// (padded.go), for an arange one longer than one of its start, step and
+// dtype lately, of a growing tensor's size: a decoding loop's key positions
+// compile once per capacity.
 func arangePadded(c *Ctx, first, by, n, capacity int64, d DType) *hlo.Value {
 	b := c.B
 	shape := []int64{capacity}
 	i := b.Iota(hlo.T(hlo.S64, capacity), 0)
 	v := b.Add(b.BroadcastTo(c.R.IntNumber(first, hlo.S64), shape), b.Mul(i, b.BroadcastTo(c.R.IntNumber(by, hlo.S64), shape)))
-	v = b.Select(validMask(b, shape, 0, c.R.IntNumber(n, hlo.S64)), v, b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), 0), shape))
+	v = b.Select(ValidMask(b, shape, 0, c.R.IntNumber(n, hlo.S64)), v, b.BroadcastTo(b.ConstantInt(hlo.T(hlo.S64), 0), shape))
 	c.PadResultAt(0, 0, n)
 	return b.Convert(v, d.Elem())
 }

@@ -37,9 +37,11 @@ type PaddedReader interface {
 	// PadCapacity returns the capacity a result of size n along a growing
 	// dimension gets; ok is false when results are not padded now.
 	PadCapacity(n int64) (capacity int64, ok bool)
-	// HoldsPaddedSize reports whether a tensor held padded now has size n
-	// along its padded dimension.
-	HoldsPaddedSize(n int64) bool
+	// Grows notes that a result named key has n elements and reports
+	// whether it is a growing tensor's next size: a result of that name had
+	// n-1 elements lately, and a tensor held padded now has size n along its
+	// padded dimension.
+	Grows(key string, n int64) bool
 }
 
 // PadResult is a result a rule returns in padded form, with its size along
@@ -113,19 +115,19 @@ func padTo(b *hlo.Builder, v *hlo.Value, dim int, capacity int64) *hlo.Value {
 	return b.Pad(v, b.Scalar(v.T.Elem, 0), lo, hi, make([]int64, v.T.Rank()))
 }
 
-// validMask returns a bool value of shape whose element is true where its
+// ValidMask returns a bool value of shape whose element is true where its
 // index along dim is below size (a runtime S64 scalar).
-func validMask(b *hlo.Builder, shape []int64, dim int, size *hlo.Value) *hlo.Value {
+func ValidMask(b *hlo.Builder, shape []int64, dim int, size *hlo.Value) *hlo.Value {
 	idx := b.Iota(hlo.T(hlo.S64, shape...), dim)
 	return b.Compare(hlo.LT, idx, b.BroadcastInDim(size, shape, nil))
 }
 
-// growingCapacity returns the capacity for a result of size n along a
-// dimension that grows: n is the size of a tensor held padded now (an arange
-// over a growing key/value cache's positions). ok is false otherwise.
-func (c *Ctx) growingCapacity(n int64) (int64, bool) {
+// growingCapacity returns the capacity for a result named key of n elements
+// when it grows step by step beside a padded tensor (Grows: an arange over a
+// growing key/value cache's positions); ok is false otherwise.
+func (c *Ctx) growingCapacity(key string, n int64) (int64, bool) {
 	pr, ok := c.R.(PaddedReader)
-	if !ok || !pr.HoldsPaddedSize(n) {
+	if !ok || !pr.Grows(key, n) {
 		return 0, false
 	}
 	return pr.PadCapacity(n)

@@ -69,7 +69,7 @@ func (c *Ctx) readAttn(qi, causal, mask, scale int, padded bool) (*attnArgs, err
 	if kp, vp, ok := c.paddedKV(qi, r-2, padded); ok {
 		a.k, a.v, a.s = b.Convert(kp.V, d.Elem()), b.Convert(vp.V, d.Elem()), kp.Cap
 		ls := append(append([]int64{}, batch...), a.l, a.s)
-		a.bias = b.Select(validMask(b, ls, r-1, kp.Size), full(b, d, ls, 0), full(b, d, ls, math.Inf(-1)))
+		a.bias = b.Select(ValidMask(b, ls, r-1, kp.Size), full(b, d, ls, 0), full(b, d, ls, math.Inf(-1)))
 		if c.Has(mask) {
 			m, _ := c.readPadded(mask, 0, c.Meta(mask).Rank()-1)
 			mp = &m

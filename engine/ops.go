@@ -312,27 +312,22 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 // the op computes on them so (pad_ops.go); pad is then not nil.
 func (e *Engine) lowerRule(c *dispatch.Ctx, entry dispatch.Entry) ([]*hlo.Value, *padOp, error) {
 	kind := dispatch.PadKindOf(c.Op)
-	if kind == dispatch.PadNone || (entry.Variant != dispatch.Functional) != (kind == dispatch.PadCopy) {
-		results, err := entry.Rule.Lower(c)
-		return results, nil, err
-	}
-	args := c.Args
-	p := e.planPadOp(kind, args)
-	if p == nil {
-		results, err := entry.Rule.Lower(c)
-		return results, nil, err
-	}
-	c.Args = p.args
-	results, err := entry.Rule.Lower(c)
-	c.Args, e.padReads = args, nil
-	if err == nil && len(results) == 1 {
-		if r, ok := e.finishPadOp(c, p, results[0]); ok {
-			return []*hlo.Value{r}, p, nil
+	if kind != dispatch.PadNone && (entry.Variant != dispatch.Functional) == (kind == dispatch.PadCopy) {
+		if p := e.planPadOp(kind, c.Args); p != nil {
+			args := c.Args
+			c.Args = p.args
+			results, err := entry.Rule.Lower(c)
+			c.Args, e.padReads = args, nil
+			if err == nil && len(results) == 1 {
+				if r, ok := e.finishPadOp(c, p, results[0]); ok {
+					return []*hlo.Value{r}, p, nil
+				}
+			}
+			// Not as expected: the rule runs again on the arguments at their sizes.
+			c.Pads, c.Ranges, c.Writes = nil, nil, nil
 		}
 	}
-	// Not as expected: the rule runs again on the arguments at their sizes.
-	c.Pads, c.Ranges, c.Writes = nil, nil, nil
-	results, err = entry.Rule.Lower(c)
+	results, err := entry.Rule.Lower(c)
 	return results, nil, err
 }
 

@@ -74,8 +74,26 @@ func (e *Engine) PadCapacity(n int64) (int64, bool) {
 	return c, true
 }
 
-// HoldsPaddedSize implements dispatch.PaddedReader.
-func (e *Engine) HoldsPaddedSize(n int64) bool {
+// Grows implements dispatch.PaddedReader. Each name keeps its last 64
+// sizes, and a few hundred names are kept at most.
+func (e *Engine) Grows(key string, n int64) bool {
+	if e.lengths == nil || len(e.lengths) >= 512 {
+		e.lengths = map[string][]int64{}
+	}
+	recent := e.lengths[key]
+	grew := slices.Contains(recent, n-1) && e.holdsPaddedSize(n)
+	if !slices.Contains(recent, n) {
+		if len(recent) == 64 {
+			recent = recent[1:]
+		}
+		e.lengths[key] = append(recent, n)
+	}
+	return grew
+}
+
+// holdsPaddedSize reports whether a storage held padded has size n along its
+// padded dimension.
+func (e *Engine) holdsPaddedSize(n int64) bool {
 	if !e.padSeen || n <= 1 {
 		return false
 	}

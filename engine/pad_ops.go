@@ -287,9 +287,7 @@ func (e *Engine) finishPadOp(c *dispatch.Ctx, p *padOp, r *hlo.Value) (*hlo.Valu
 		return nil, false
 	}
 	b := c.B
-	idx := b.Iota(hlo.T(hlo.S64, r.T.Shape...), p.dim)
-	valid := b.Compare(hlo.LT, idx, b.BroadcastInDim(p.size, r.T.Shape, nil))
-	r = b.Select(valid, r, b.BroadcastTo(b.Scalar(r.T.Elem, 0), r.T.Shape))
+	r = b.Select(dispatch.ValidMask(b, r.T.Shape, p.dim, p.size), r, b.BroadcastTo(b.Scalar(r.T.Elem, 0), r.T.Shape))
 	c.PadResultAt(0, p.dim, p.n)
 	return r, true
 }
