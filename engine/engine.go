@@ -62,7 +62,8 @@ type Engine struct {
 	noStepTape  bool                       // TORCHTPU_STEP_REPLAY=0
 	padSeen     bool                       // a tensor grew by appends (pad.go): step replay is off while one is alive
 	padReads    map[*TensorDesc]*hlo.Value // padded arguments the running rule reads as held (pad_ops.go)
-	lengths     map[string][]int64         // recent sizes of results that may grow, by name (Grows)
+	lengths     map[string]*lengths        // recent sizes of results that may grow, by name (Grows)
+	lengthUses  uint64                     // calls of Grows, which order the names' uses
 	segments    uint64                     // step segments started so far, each one's epoch (step_tape.go)
 	lastProg    string                     // the cache key of the program flush launched last
 	events      []inFlight                 // launched work that may still run

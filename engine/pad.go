@@ -75,20 +75,47 @@ func (e *Engine) PadCapacity(n int64) (int64, bool) {
 }
 
 // Grows implements dispatch.PaddedReader. Each name keeps its last 64
-// sizes, and a few hundred names are kept at most.
+// sizes; past 512 names the one used least recently is forgotten.
 func (e *Engine) Grows(key string, n int64) bool {
-	if e.lengths == nil || len(e.lengths) >= 512 {
-		e.lengths = map[string][]int64{}
+	if e.lengths == nil {
+		e.lengths = map[string]*lengths{}
 	}
-	recent := e.lengths[key]
-	grew := slices.Contains(recent, n-1) && e.holdsPaddedSize(n)
-	if !slices.Contains(recent, n) {
-		if len(recent) == 64 {
-			recent = recent[1:]
+	e.lengthUses++
+	l := e.lengths[key]
+	if l == nil {
+		if len(e.lengths) >= 512 {
+			e.forgetLength()
 		}
-		e.lengths[key] = append(recent, n)
+		l = &lengths{}
+		e.lengths[key] = l
+	}
+	l.used = e.lengthUses
+	grew := slices.Contains(l.sizes, n-1) && e.holdsPaddedSize(n)
+	if !slices.Contains(l.sizes, n) {
+		if len(l.sizes) == 64 {
+			l.sizes = l.sizes[1:]
+		}
+		l.sizes = append(l.sizes, n)
 	}
 	return grew
+}
+
+// lengths are the recent sizes of results of one name (Grows).
+type lengths struct {
+	sizes []int64
+	used  uint64 // Engine.lengthUses at the name's last use
+}
+
+// forgetLength forgets the name used least recently.
+func (e *Engine) forgetLength() {
+	var oldest string
+	var at uint64
+	for k, l := range e.lengths {
+		if oldest == "" || l.used < at {
+			oldest, at = k, l.used
+		}
+	}
+	delete(e.lengths, oldest)
 }
 
 // holdsPaddedSize reports whether a storage held padded has size n along its
