@@ -170,5 +170,6 @@ func init() {
 	fill.ComplexScalar, fill.Range = 1, fillRange
 	def("aten::fill.Tensor", fillScalar, "").Range = fillRange
 	def("aten::zero", zero, "")
-	alias("aten::arange.start_out", &Rule{Name: "aten::arange.start_out", Fn: arangeOut, OutKeepsShape: true}, OutVariant)
+	alias("aten::arange.start_out", &Rule{Name: "aten::arange.start_out", Fn: arangeOut, OutKeepsShape: true,
+		Needs: Needs{Grows: true}}, OutVariant)
 }

@@ -152,13 +152,19 @@ type Needs struct {
 	SeedArg int
 	// Uploads marks a rule that uploads values computed on the host.
 	Uploads bool
+	// Grows marks a rule that asks whether its result grows step by step
+	// (PaddedReader.Grows): the answer depends on earlier calls, which no
+	// signature holds.
+	Grows bool
 }
 
 // Plannable reports whether a replay of the rule's first lowering may stand
 // for later calls with the same signature. Host arguments alone do not
 // prevent it: the engine plans such an op only when it knows their value
 // ranges (and the signature holds them).
-func (n Needs) Plannable() bool { return !n.Results && (!n.Random || n.Seeded) && !n.Uploads }
+func (n Needs) Plannable() bool {
+	return !n.Results && (!n.Random || n.Seeded) && !n.Uploads && !n.Grows
+}
 
 // hostArgs declares that a rule reads arguments args to the host.
 func hostArgs(args ...int) Needs { return Needs{HostArgs: args} }

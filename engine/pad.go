@@ -74,9 +74,15 @@ func (e *Engine) PadCapacity(n int64) (int64, bool) {
 	return c, true
 }
 
-// Grows implements dispatch.PaddedReader. Each name keeps its last 64
-// sizes; past 512 names the one used least recently is forgotten.
+// Grows implements dispatch.PaddedReader. A result grows when a result of
+// its name had n-1 elements lately and a tensor held padded has size n (a
+// decoding step's key positions beside its padding mask). Each name keeps
+// its last 64 sizes; past 512 names the one used least recently is
+// forgotten.
 func (e *Engine) Grows(key string, n int64) bool {
+	if err := e.needed(e.ruleNeeds().Grows, "asks whether its result grows"); err != nil {
+		panic(err)
+	}
 	if e.lengths == nil {
 		e.lengths = map[string]*lengths{}
 	}
@@ -91,12 +97,12 @@ func (e *Engine) Grows(key string, n int64) bool {
 	}
 	l.used = e.lengthUses
 	grew := slices.Contains(l.sizes, n-1) && e.holdsPaddedSize(n)
-	if !slices.Contains(l.sizes, n) {
-		if len(l.sizes) == 64 {
-			l.sizes = l.sizes[1:]
-		}
-		l.sizes = append(l.sizes, n)
+	if i := slices.Index(l.sizes, n); i >= 0 {
+		l.sizes = slices.Delete(l.sizes, i, i+1)
+	} else if len(l.sizes) == 64 {
+		l.sizes = l.sizes[1:]
 	}
+	l.sizes = append(l.sizes, n) // the most recent last
 	return grew
 }
 
@@ -118,8 +124,8 @@ func (e *Engine) forgetLength() {
 	delete(e.lengths, oldest)
 }
 
-// holdsPaddedSize reports whether a storage held padded has size n along its
-// padded dimension.
+// holdsPaddedSize reports whether a storage held padded has size n along
+// its padded dimension.
 func (e *Engine) holdsPaddedSize(n int64) bool {
 	if !e.padSeen || n <= 1 {
 		return false

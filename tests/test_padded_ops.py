@@ -66,13 +66,19 @@ def test_mask_steps_inside_one_capacity_compile_nothing(mode):
     mask, k, v, q = start(10)
     outs, marks = [], {}
     # Aranges of many other starts, before the loop and at every step, as other code of a long process makes
-    # them: the loop's own aranges keep their recent lengths (engine/pad.go, Grows).
+    # them: the loop's own aranges keep their recent lengths (engine/pad.go, Grows). And aranges of every length
+    # the loop reaches, made before it plain: no plan learned for them may replay in the loop (Needs.Grows).
     for s in range(600):
         torch.arange(s, s + 3, device="tpu")
+    for n in range(11, 51):
+        torch.arange(n, device="tpu")
+    torch.tpu.synchronize()
+    torch.tpu.await_compiles()  # strict mode compiles those in the background: counted before the loop
 
     def step(s, r):
         outs.append(r["out"])
         torch.tpu.synchronize()
+        torch.tpu.await_compiles()
         marks[s] = compiles()
         for j in range(20):
             torch.arange(1000 + 20 * s + j, 1002 + 20 * s + j, device="tpu")
