@@ -29,6 +29,18 @@ const (
 	// PadCopy: copy_ into a storage never written, whole, of the padded
 	// source's shape: the storage is held padded.
 	PadCopy
+	// PadSelect: index_select along a dimension other than the padded one
+	// (a beam search reordering its key/value cache by beam): the result is
+	// padded where its input is.
+	PadSelect
+	// PadGather: gather with a padded index, whose values are known to lie
+	// in the input's range: the result is padded where the index is.
+	PadGather
+	// PadScatter: scatter of values or of a source padded where its index
+	// is, into an input that is not padded: the positions past the size
+	// repeat the first position's index and value, which writes nothing
+	// new. The result is plain; the in-place ops write it to their input.
+	PadScatter
 )
 
 // padKinds lists the ops that are not PadNone.
@@ -37,7 +49,13 @@ var padKinds = map[string]PadKind{
 	"aten::sub.Tensor": PadElementwise, "aten::sub.Scalar": PadElementwise,
 	"aten::rsub.Tensor": PadElementwise, "aten::rsub.Scalar": PadElementwise,
 	"aten::mul.Tensor": PadElementwise, "aten::mul.Scalar": PadElementwise,
-	"aten::neg": PadElementwise, "aten::abs": PadElementwise,
+	"aten::div.Tensor": PadElementwise, "aten::div.Scalar": PadElementwise,
+	"aten::div.Tensor_mode": PadElementwise, "aten::div.Scalar_mode": PadElementwise,
+	"aten::remainder.Tensor": PadElementwise, "aten::remainder.Scalar": PadElementwise,
+	"aten::floor_divide": PadElementwise, "aten::floor_divide.Scalar": PadElementwise,
+	"aten::pow.Tensor_Scalar": PadElementwise, "aten::exp": PadElementwise, "aten::log": PadElementwise,
+	"aten::sign": PadElementwise,
+	"aten::neg":  PadElementwise, "aten::abs": PadElementwise,
 	"aten::maximum": PadElementwise, "aten::minimum": PadElementwise,
 	"aten::eq.Tensor": PadElementwise, "aten::eq.Scalar": PadElementwise,
 	"aten::ne.Tensor": PadElementwise, "aten::ne.Scalar": PadElementwise,
@@ -57,7 +75,28 @@ var padKinds = map[string]PadKind{
 	"aten::sum":   PadSum, "aten::sum.dim_IntList": PadSum,
 	"aten::index.Tensor": PadIndex,
 	"aten::copy_":        PadCopy,
+	"aten::index_select": PadSelect,
+	"aten::gather":       PadGather,
+	"aten::scatter.src":  PadScatter, "aten::scatter.value": PadScatter,
+	"aten::scatter_.src": PadScatter, "aten::scatter_.value": PadScatter,
+	"aten::clamp": PadElementwise, "aten::clamp_min": PadElementwise, "aten::clamp_max": PadElementwise,
+	"aten::clamp.Tensor": PadElementwise, "aten::clamp_min.Tensor": PadElementwise,
+	"aten::clamp_max.Tensor": PadElementwise,
 }
 
 // PadKindOf returns how op computes on padded arguments.
 func PadKindOf(op string) PadKind { return padKinds[op] }
+
+// PadsVariant reports whether an op of kind k computes on padded arguments
+// in variant v: copy_ in place, scatter both ways, the others functional.
+func PadsVariant(k PadKind, v Variant) bool {
+	switch k {
+	case PadNone:
+		return false
+	case PadCopy:
+		return v == Inplace
+	case PadScatter:
+		return v == Functional || v == Inplace
+	}
+	return v == Functional
+}

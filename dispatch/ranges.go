@@ -296,3 +296,34 @@ func absU(a int64) uint64 {
 	}
 	return uint64(a)
 }
+
+// clampRange bounds clamp, min(max(x, min), max), with min argument lo and
+// max argument hi (-1 where the op has none): the input's range moved by the
+// bounds' ranges, an unknown one taken as unbounded.
+func clampRange(lo, hi int) RangeFn {
+	return func(c *Ctx) (int64, int64, bool) {
+		l, h, ok := c.argRange(0)
+		if !ok {
+			l, h = math.MinInt64, math.MaxInt64
+		}
+		bound := func(i int) (int64, int64) {
+			if c.IsTensor(i) {
+				if bl, bh, ok := c.argRange(i); ok {
+					return bl, bh
+				}
+			} else if v, ok := c.exactInt(i, 0); ok {
+				return v, v
+			}
+			return math.MinInt64, math.MaxInt64
+		}
+		if lo >= 0 && c.Has(lo) {
+			bl, bh := bound(lo)
+			l, h = max(l, bl), max(h, bh)
+		}
+		if hi >= 0 && c.Has(hi) {
+			bl, bh := bound(hi)
+			l, h = min(l, bl), min(h, bh)
+		}
+		return l, h, l != math.MinInt64 && h != math.MaxInt64
+	}
+}

@@ -64,6 +64,7 @@ type Engine struct {
 	padReads    map[*TensorDesc]*hlo.Value // padded arguments the running rule reads as held (pad_ops.go)
 	lengths     map[string]*lengths        // recent sizes of results that may grow, by name (Grows)
 	lengthUses  uint64                     // calls of Grows, which order the names' uses
+	windowSites map[hlo.Hash]*windowSite   // where windows of pending storages landed (offsets.go)
 	segments    uint64                     // step segments started so far, each one's epoch (step_tape.go)
 	lastProg    string                     // the cache key of the program flush launched last
 	events      []inFlight                 // launched work that may still run

@@ -33,6 +33,8 @@ type graph struct {
 	// padCaps are the capacities of the padded storages the graph reads or
 	// makes (pad.go), named by the compile logs as the program's bucket.
 	padCaps []int64
+	// serial numbers the graph among those the process records (offsets.go).
+	serial uint64
 }
 
 // notePadCap notes that the graph reads or makes a value padded to capacity c.
@@ -43,7 +45,7 @@ func (g *graph) notePadCap(c int64) {
 }
 
 func newGraph() *graph {
-	return &graph{b: hlo.NewBuilder(), paramOf: map[*pjrt.Buffer]*hlo.Value{}}
+	return &graph{b: hlo.NewBuilder(), paramOf: map[*pjrt.Buffer]*hlo.Value{}, serial: graphSerial.Add(1)}
 }
 
 // param returns the parameter fed by buffer b, adding it on first use.

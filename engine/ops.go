@@ -312,7 +312,7 @@ func (e *Engine) lower(op string, entry dispatch.Entry, args []dispatch.Arg) ([]
 // the op computes on them so (pad_ops.go); pad is then not nil.
 func (e *Engine) lowerRule(c *dispatch.Ctx, entry dispatch.Entry) ([]*hlo.Value, *padOp, error) {
 	kind := dispatch.PadKindOf(c.Op)
-	if kind != dispatch.PadNone && (entry.Variant != dispatch.Functional) == (kind == dispatch.PadCopy) {
+	if dispatch.PadsVariant(kind, entry.Variant) {
 		if p := e.planPadOp(kind, c.Args); p != nil {
 			args := c.Args
 			c.Args = p.args
@@ -328,6 +328,9 @@ func (e *Engine) lowerRule(c *dispatch.Ctx, entry dispatch.Entry) ([]*hlo.Value,
 		}
 	}
 	results, err := entry.Rule.Lower(c)
+	if err == nil && kind == dispatch.PadSelect && entry.Variant == dispatch.Functional && !e.capturing() {
+		e.keepAppend(c)
+	}
 	return results, nil, err
 }
 

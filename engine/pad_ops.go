@@ -26,6 +26,9 @@ type padOp struct {
 	size *hlo.Value // n as a runtime scalar
 	// copyTo is copy_'s destination, a storage never written (PadCopy).
 	copyTo *Storage
+	// redirect: the padded arguments repeat their first position past the
+	// size (PadScatter).
+	redirect bool
 }
 
 // padView returns the padded storage t views whole, with t's dimension that
@@ -178,6 +181,32 @@ func (e *Engine) planPadOp(kind dispatch.PadKind, args []dispatch.Arg) *padOp {
 		if ps[0].st == nil {
 			ps = ps[1:]
 		}
+	case dispatch.PadSelect:
+		if ps = e.paddedArgs(args, 0, 1); len(ps) == 0 || len(args) < 3 || args[1].Kind != dispatch.ArgInt ||
+			len(e.paddedArgs(args, 2, 3)) > 0 {
+			return nil
+		}
+		if selectsAlong(args, ps[0].vdim, len(ps[0].t.Sizes)) {
+			return nil
+		}
+		p.dim = ps[0].vdim
+	case dispatch.PadGather, dispatch.PadScatter:
+		if ps = e.paddedArgs(args, 2, 4); len(ps) == 0 || ps[0].arg != 2 || !e.indexFits(args, ps[0]) ||
+			len(e.paddedArgs(args, 0, 1)) > 0 {
+			return nil
+		}
+		if kind == dispatch.PadGather {
+			p.dim = ps[0].vdim
+			break
+		}
+		if len(args) > 3 && args[3].Kind == dispatch.ArgTensor {
+			// The source: padded as the index is.
+			if len(ps) != 2 || ps[1].vdim != ps[0].vdim || ps[1].st.shape[ps[1].st.pad.dim] != ps[0].st.shape[ps[0].st.pad.dim] ||
+				ps[1].st.pad.cap != ps[0].st.pad.cap {
+				return nil
+			}
+		}
+		p.redirect = true
 	case dispatch.PadCopy:
 		if ps = e.paddedArgs(args, 1, 2); len(ps) == 0 {
 			return nil
@@ -204,7 +233,80 @@ func (e *Engine) planPadOp(kind dispatch.PadKind, args []dispatch.Arg) *padOp {
 		p.args[q.arg] = e.padSubst(p.args[q.arg], q.idx, q.t, q.st, q.vdim)
 	}
 	p.size = e.windowStarts([]int64{p.n})[0]
+	if p.redirect {
+		for _, q := range ps {
+			e.repeatFirst(p.args[q.arg].Handles[q.idx].(*TensorDesc), q.vdim, p.size)
+		}
+	}
 	return p
+}
+
+// indexFits reports whether the padded index q of gather or scatter (args)
+// may be read at its capacity: its values are known to lie in the input's
+// range along the op's dimension, and along its padded dimension, where that
+// is another, the input holds the whole capacity.
+func (e *Engine) indexFits(args []dispatch.Arg, q padded) bool {
+	if len(args) < 3 || args[1].Kind != dispatch.ArgInt || len(args[0].Tensors) != 1 {
+		return false
+	}
+	m := args[0].Tensors[0]
+	r := len(m.Sizes)
+	if r != len(q.t.Sizes) {
+		return false
+	}
+	dim := int(args[1].Int)
+	if dim < 0 {
+		dim += r
+	}
+	if dim < 0 || dim >= r {
+		return false
+	}
+	lo, hi, ok := e.IntRange(q.t)
+	return ok && lo >= 0 && hi < m.Sizes[dim] && (q.vdim == dim || q.st.pad.cap <= m.Sizes[q.vdim])
+}
+
+// repeatFirst makes the padded argument t, read as held, repeat its first
+// position along dim past the size: a scatter then writes there what it
+// writes at the first position.
+func (e *Engine) repeatFirst(t *TensorDesc, dim int, size *hlo.Value) {
+	b, v := e.d.g.b, e.padReads[t]
+	shape := v.T.Shape
+	limit := slices.Clone(shape)
+	limit[dim] = 1
+	ones, all := make([]int64, len(shape)), make([]int64, len(shape))
+	for i := range ones {
+		ones[i], all[i] = 1, int64(i)
+	}
+	first := b.BroadcastInDim(b.Slice(v, make([]int64, len(shape)), limit, ones), shape, all)
+	e.padReads[t] = b.Select(dispatch.ValidMask(b, shape, dim, size), v, first)
+}
+
+// selectsAlong reports whether index_select's args select along dimension
+// dim of their rank-r input.
+func selectsAlong(args []dispatch.Arg, dim, r int) bool {
+	d := args[1].Int
+	return d == int64(dim) || d == int64(dim-r)
+}
+
+// keepAppend marks index_select's plain result as an append where its input
+// is one along another dimension than the one it selects along (a beam
+// search's reordered cache after its first append), so the next append
+// starts padding.
+func (e *Engine) keepAppend(c *dispatch.Ctx) {
+	args := c.Args
+	if len(args) < 3 || args[0].Kind != dispatch.ArgTensor || args[1].Kind != dispatch.ArgInt || len(c.Pads) > 0 {
+		return
+	}
+	t, ok := args[0].Handles[0].(*TensorDesc)
+	if !ok || t.CPU || t.Addr == 0 {
+		return
+	}
+	st := e.storages[t.Addr]
+	if st == nil || st.grown == 0 || st.pad != nil || st.dtype != t.DType || !t.offsetFreeWhole(st.shape) ||
+		selectsAlong(args, st.grown-1, len(t.Sizes)) {
+		return
+	}
+	c.AppendedAt(0, st.grown-1)
 }
 
 // sumKeeps returns where the padded dimension vdim of a rank-r input lands

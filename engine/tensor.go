@@ -69,7 +69,7 @@ func (e *Engine) Read(h any) *hlo.Value {
 		return v
 	}
 	base := e.baseValue(st, t.DType)
-	if e.windowAtRuntime(st) {
+	if e.windowAtRuntime(st) || st.pending != nil && e.offsetMoves(st, t, false) {
 		// A window of a materialized storage (a batch sliced from a dataset
 		// on the device, a row of a table) starts at runtime offsets, so the
 		// next window reuses the program.
@@ -252,7 +252,7 @@ func (e *Engine) write(t *TensorDesc, val *hlo.Value) error {
 		st.shaped, st.dtype, st.shape = true, t.DType, []int64{st.nbytes / int64(t.DType.Size())}
 	}
 	var starts windowStarts
-	if e.windowAtRuntime(st) {
+	if e.windowAtRuntime(st) || st.pad == nil && st.pending != nil && e.offsetMoves(st, t, true) {
 		starts = e.windowStarts // as Read: a window of a materialized storage lands at runtime offsets
 	}
 	base := e.baseValue(st, t.DType)

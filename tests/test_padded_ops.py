@@ -1,7 +1,7 @@
 """What a decoding loop computes from its growing tensors stays padded (engine/pad_ops.go): an arange of a
 growing tensor's size, elementwise ops, sums, a padding mask indexed by key positions, copies to other dtypes,
 and attention with the mask made so. Batched generate() with left padding builds its attention mask that way
-each step. Every step must give CPU's values, dtypes and strides, inside a capacity and across its edge, and the
+each step; its repetition penalty gathers the scores at the growing ids and scatters them back. Every step must give CPU's values, dtypes and strides, inside a capacity and across its edge, and the
 steps inside one capacity must compile nothing."""
 
 import pytest
@@ -103,3 +103,49 @@ def test_an_index_past_a_padded_size_still_raises():
     with pytest.raises(IndexError, match="out of bounds"):
         m[torch.arange(2, device="tpu")[:, None], bad[None, :]].cpu()
     assert torch.equal(m.cpu(), torch.ones(2, 13, dtype=torch.long))
+
+
+def penalty_loop(ids, steps, on_step, vocab=16, penalty=1.3):
+    """Greedy decoding with generate()'s repetition penalty, as transformers applies it to growing ids: the
+    ids clamped to the vocabulary, the scores padded by a column, gathered at the ids, penalized and scattered
+    back (duplicate ids scatter the same value); a mask of the tokens seen scattered in place."""
+    for s in range(steps):
+        base = torch.arange(vocab, dtype=torch.float32, device=ids.device)
+        scores = ((base * 7 + s * 3) % vocab - 5).expand(ids.shape[0], -1)
+        x = ids.clamp(max=vocab)
+        padded = F.pad(scores, (0, 1))
+        got = torch.gather(padded, 1, x)
+        got = torch.where(got < 0, got * penalty, got / penalty)
+        out = padded.scatter(1, x, got)[..., :vocab]
+        seen = torch.zeros(ids.shape[0], vocab + 1, dtype=torch.bool, device=ids.device)
+        seen.scatter_(1, x, True)
+        ids = torch.cat([ids, out.argmax(-1, keepdim=True)], dim=-1)
+        on_step(s, dict(out=out, seen=seen, ids=ids, gathered=got))
+
+
+def test_a_repetition_penalty_over_growing_ids_matches_cpu(mode):
+    ids = randint(0, 16, 2, 10)
+    want = {}
+    penalty_loop(ids, 12, lambda s, r: want.setdefault(s, r))
+
+    def check(s, r):
+        for name, w in want[s].items():
+            same(r[name], w)
+    penalty_loop(ids.to("tpu"), 12, check)
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_penalty_steps_inside_one_capacity_compile_nothing(mode):
+    ids = randint(0, 16, 3, 9)  # shapes the test above does not run
+    got, marks = [], {}
+
+    def step(s, r):
+        got.append(r["ids"].cpu())  # a host read each step, as generate()'s stop check
+        torch.tpu.await_compiles()
+        marks[s] = compiles()
+    penalty_loop(ids.to("tpu"), 40, step)
+    want = []
+    penalty_loop(ids, 40, lambda s, r: want.append(r["ids"]))
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
+    assert marks[39] == marks[3], [(s, c) for s, c in sorted(marks.items()) if c != marks.get(s - 1)]

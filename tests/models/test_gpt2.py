@@ -122,3 +122,21 @@ def test_gpt2_left_padded_batch_decoding_compiles_no_program_per_token(mode):
     mask = torch.ones_like(prompt)
     prompt[1, :3], mask[1, :3] = 0, 0
     compare_decoding_programs(build, (prompt,), mode, warm=3, warm_programs=2, attention_mask=mask, pad_token_id=0)
+
+
+@pytest.mark.parametrize("mode", [pytest.param("strict", marks=pytest.mark.zoo_full), "fused"])
+def test_gpt2_beam_search_compiles_no_program_per_token(mode):
+    # Beam search reorders the key/value cache by beam each step (index_select along the batch, which keeps the
+    # cache padded) and writes each step's tokens at the step's position of tensors it computed in the same
+    # program (offsets.go: such windows land at runtime offsets once they move). Its running sequences span the
+    # call's whole length, so the 24-token call compiles anew, but no more programs than the first call did.
+    prompt = torch.randint(1, VOCAB, (1, 10), generator=torch.Generator().manual_seed(17))
+    compare_decoding_programs(build, (prompt,), mode, long_programs="first", num_beams=4, pad_token_id=0)
+
+
+@pytest.mark.parametrize("mode", [pytest.param("strict", marks=pytest.mark.zoo_full), "fused"])
+def test_gpt2_repetition_penalty_decoding_compiles_no_program_per_token(mode):
+    # The penalty gathers the scores at the growing ids and scatters them back (engine/pad_ops.go keeps both on
+    # the padded ids).
+    prompt = torch.randint(1, VOCAB, (1, 11), generator=torch.Generator().manual_seed(19))
+    compare_decoding_programs(build, (prompt,), mode, repetition_penalty=1.3, pad_token_id=0)
