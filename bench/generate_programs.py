@@ -8,6 +8,7 @@ decoding steps share their programs. Every run's tokens must equal CPU eager's.
     python bench/generate_programs.py                                  # strict and fused, both caches, 8/16/64
     python bench/generate_programs.py --modes fused --caches static --tokens 16,64
     python bench/generate_programs.py --prompts leftpad --caches dynamic   # a batch of two, one row left-padded
+    python bench/generate_programs.py --prompts beam,penalty --caches dynamic  # num_beams=4; repetition_penalty=1.3
     TORCHTPU_PAD=0 python bench/generate_programs.py                   # without padded storages
 """
 import argparse
@@ -22,7 +23,8 @@ MARK = "PROGRAMS "
 
 def worker(mode, cache, new, prompt):
     """Runs in a fresh process: one CPU eager and one tpu generate(); prints one MARK line. prompt "leftpad" is a
-    batch of two rows, the second left-padded by three tokens, with its attention mask."""
+    batch of two rows, the second left-padded by three tokens, with its attention mask; "beam" the one row with
+    beam search (num_beams=4); "penalty" the one row with repetition_penalty=1.3."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     import torch
@@ -38,6 +40,10 @@ def worker(mode, cache, new, prompt):
         mask = torch.ones_like(ids)
         ids[1, :3], mask[1, :3] = 0, 0
         extra["attention_mask"] = mask
+    if prompt == "beam":
+        kw["num_beams"] = 4
+    if prompt == "penalty":
+        kw["repetition_penalty"] = 1.3
     if cache == "static":
         kw["cache_implementation"] = "static"
     with torch.no_grad():
@@ -58,7 +64,9 @@ def main():
     ap.add_argument("--modes", default="strict,fused")
     ap.add_argument("--caches", default="dynamic,static")
     ap.add_argument("--tokens", default="8,16,64")
-    ap.add_argument("--prompts", default="plain", help="plain (one row), leftpad (two rows, one left-padded)")
+    ap.add_argument("--prompts", default="plain",
+                    help="plain (one row), leftpad (two rows, one left-padded), beam (num_beams=4), penalty "
+                    "(repetition_penalty=1.3)")
     args = ap.parse_args()
     if args.worker:
         mode, cache, new, prompt = args.worker

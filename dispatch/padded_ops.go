@@ -41,6 +41,10 @@ const (
 	// repeat the first position's index and value, which writes nothing
 	// new. The result is plain; the in-place ops write it to their input.
 	PadScatter
+	// PadEnd: constant_pad_nd with zeros at the end of the padded
+	// dimension only, to a length that does not depend on the size (a
+	// padding mask padded to a static cache's length): the result is plain.
+	PadEnd
 )
 
 // padKinds lists the ops that are not PadNone.
@@ -73,11 +77,12 @@ var padKinds = map[string]PadKind{
 	"aten::masked_fill.Scalar": PadElementwise, "aten::masked_fill.Tensor": PadElementwise,
 	"aten::clone": PadElementwise,
 	"aten::sum":   PadSum, "aten::sum.dim_IntList": PadSum,
-	"aten::index.Tensor": PadIndex,
-	"aten::copy_":        PadCopy,
-	"aten::index_select": PadSelect,
-	"aten::gather":       PadGather,
-	"aten::scatter.src":  PadScatter, "aten::scatter.value": PadScatter,
+	"aten::index.Tensor":    PadIndex,
+	"aten::copy_":           PadCopy,
+	"aten::index_select":    PadSelect,
+	"aten::gather":          PadGather,
+	"aten::constant_pad_nd": PadEnd,
+	"aten::scatter.src":     PadScatter, "aten::scatter.value": PadScatter,
 	"aten::scatter_.src": PadScatter, "aten::scatter_.value": PadScatter,
 	"aten::clamp": PadElementwise, "aten::clamp_min": PadElementwise, "aten::clamp_max": PadElementwise,
 	"aten::clamp.Tensor": PadElementwise, "aten::clamp_min.Tensor": PadElementwise,

@@ -207,6 +207,13 @@ func (e *Engine) planPadOp(kind dispatch.PadKind, args []dispatch.Arg) *padOp {
 			}
 		}
 		p.redirect = true
+	case dispatch.PadEnd:
+		if ps = e.paddedArgs(args, 0, 1); len(ps) == 0 {
+			return nil
+		}
+		if args = padToEnd(args, ps[0]); args == nil {
+			return nil
+		}
 	case dispatch.PadCopy:
 		if ps = e.paddedArgs(args, 1, 2); len(ps) == 0 {
 			return nil
@@ -239,6 +246,32 @@ func (e *Engine) planPadOp(kind dispatch.PadKind, args []dispatch.Arg) *padOp {
 		}
 	}
 	return p
+}
+
+// padToEnd returns constant_pad_nd's args for its padded input q read at
+// its capacity: zeros added only at the end of q's padded dimension, the
+// result's length there kept. nil when the op pads otherwise.
+func padToEnd(args []dispatch.Arg, q padded) []dispatch.Arg {
+	if len(args) < 2 || args[1].Kind != dispatch.ArgIntList {
+		return nil
+	}
+	if len(args) > 2 && args[2].Kind != dispatch.ArgNone && (args[2].Double != 0 || args[2].Int != 0) {
+		return nil
+	}
+	pads := args[1].Ints
+	j := len(q.t.Sizes) - 1 - q.vdim
+	if 2*j+1 >= len(pads) || pads[2*j] != 0 {
+		return nil
+	}
+	n := q.st.shape[q.st.pad.dim]
+	length := n + pads[2*j+1]
+	if length < 1 {
+		return nil
+	}
+	args = slices.Clone(args)
+	args[1].Ints = slices.Clone(pads)
+	args[1].Ints[2*j+1] = length - q.st.pad.cap
+	return args
 }
 
 // indexFits reports whether the padded index q of gather or scatter (args)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("fresh_metrics")
 
 def mask_loop(mask, k, v, q, steps, on_step):
     """One step of batched decoding with left padding, as transformers' masks make it: the padding mask and the
-    key/value cache grow by a column; the step's key positions (an arange of the cache's length) are compared
+    key/value cache grow by a column (and the mask is padded to a static cache's length); the step's key positions (an arange of the cache's length) are compared
     with the query's position, the padding mask is indexed by batch and key position, and the combined mask is
     turned into an additive bias for attention. on_step(k, results) sees each step's results."""
     b = mask.shape[0]
@@ -35,7 +35,10 @@ def mask_loop(mask, k, v, q, steps, on_step):
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
         seen = mask.sum()
         valid = (mask.long().sum(dim=-1, keepdim=True), (kv * 2 - 1).clone(), mask.to(torch.float32) * 0.5)
-        on_step(s, dict(mask=mask, kv=kv, allowed=allowed, bias=bias, out=out, seen=seen, valid=valid, k=k))
+        # A static cache's mask: the padding mask padded with zeros (or cut) to the cache's fixed length.
+        fixed = F.pad(mask, (0, 60 - mask.shape[-1])).bool()[:, None, None, :] & (kv.new_ones(60) > 0)
+        on_step(s, dict(mask=mask, kv=kv, allowed=allowed, bias=bias, out=out, seen=seen, valid=valid, k=k,
+                        fixed=fixed))
     return mask, k, v
 
 
@@ -53,7 +56,7 @@ def test_a_left_padded_mask_over_a_growing_cache_matches_cpu(mode, n):
 
     def check(s, r):
         w = want[s]
-        for name in ("mask", "kv", "allowed", "bias", "seen", "k"):
+        for name in ("mask", "kv", "allowed", "bias", "seen", "k", "fixed"):
             same(r[name], w[name])
         for g, x in zip(r["valid"], w["valid"]):
             same(g, x)
