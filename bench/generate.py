@@ -12,6 +12,7 @@ must equal CPU eager's (greedy). Cells are medians over rounds; ratios are again
 
     python bench/generate.py                       # every backend and cache, 3 rounds
     python bench/generate.py --rounds 1 --backends fused --caches static
+    python bench/generate.py --search beam --caches dynamic  # num_beams=4 (or penalty: repetition_penalty=1.3)
 """
 import argparse
 import json
@@ -27,6 +28,7 @@ MARK = "GENERATE "
 VOCAB, PROMPT, NEW = 1024, 16, 64
 BACKENDS = ["cpu", "strict", "fused", "compiled", "xla-lazy"]
 CACHES = ["dynamic", "static"]
+SEARCHES = {"greedy": {}, "beam": {"num_beams": 4}, "penalty": {"repetition_penalty": 1.3}}
 
 
 def build():
@@ -41,7 +43,7 @@ def build():
     return model, ids
 
 
-def worker(backend, cache, tokens_file):
+def worker(backend, cache, tokens_file, search="greedy"):
     """Runs in a fresh process: two generate() calls; prints one MARK line."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -71,7 +73,7 @@ def worker(backend, cache, tokens_file):
     model = model.to(device)
     if backend == "compiled":
         model.forward = torch.compile(model.forward, backend="tpu")
-    kw = dict(max_new_tokens=NEW, min_new_tokens=NEW, do_sample=False, pad_token_id=0)
+    kw = dict(max_new_tokens=NEW, min_new_tokens=NEW, do_sample=False, pad_token_id=0, **SEARCHES[search])
     if cache == "static":
         kw["cache_implementation"] = "static"
         if backend == "cpu":
@@ -93,7 +95,7 @@ def worker(backend, cache, tokens_file):
                              "process": time.perf_counter() - t_start}), flush=True)
 
 
-def run_worker(backend, cache, folder, tokens_file, python, timeout):
+def run_worker(backend, cache, folder, tokens_file, python, timeout, search):
     env = {k: v for k, v in os.environ.items() if k not in ("TORCHTPU_CACHE_DIR",)}
     env.update(TORCHTPU_CACHE_DIR=folder, XLA_CACHE_DIR=folder, HF_HUB_OFFLINE="1")
     if backend == "cpu" or backend.startswith("xla"):
@@ -101,7 +103,8 @@ def run_worker(backend, cache, folder, tokens_file, python, timeout):
     if backend.startswith("xla"):
         env.pop("PYTHONPATH", None)
         env["PJRT_DEVICE"] = "CPU"
-    cmd = [python, os.path.abspath(__file__), "--worker", backend, "--cache", cache, "--tokens", tokens_file]
+    cmd = [python, os.path.abspath(__file__), "--worker", backend, "--cache", cache, "--tokens", tokens_file,
+           "--search", search]
     try:
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -149,9 +152,11 @@ def main():
     ap.add_argument("--caches", default=",".join(CACHES))
     ap.add_argument("--make-xla", action="store_true", help="create the torch_xla environment if it is missing")
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--search", default="greedy", choices=sorted(SEARCHES),
+                    help="greedy; beam (num_beams=4); penalty (greedy with repetition_penalty=1.3)")
     args = ap.parse_args()
     if args.worker:
-        return worker(args.worker, args.cache, args.tokens)
+        return worker(args.worker, args.cache, args.tokens, args.search)
 
     backends, caches = args.backends.split(","), args.caches.split(",")
     pythons = {b: sys.executable for b in backends}
@@ -172,8 +177,8 @@ def main():
             tokens = os.path.join(scratch, f"tokens-{c}.json")
             for b in (["cpu"] if "cpu" in order else []) + [b for b in order if b != "cpu"]:
                 folder = tempfile.mkdtemp(prefix=f"{b}-{c}-", dir=scratch)
-                cold = run_worker(b, c, folder, tokens, pythons[b], args.timeout)
-                warm = run_worker(b, c, folder, tokens, pythons[b], args.timeout)
+                cold = run_worker(b, c, folder, tokens, pythons[b], args.timeout, args.search)
+                warm = run_worker(b, c, folder, tokens, pythons[b], args.timeout, args.search)
                 rows[(b, c)].append((cold, warm))
                 print(f"round {rnd} {b:9s} {c:8s} cold {cold} warm {warm}", file=sys.stderr, flush=True)
     report(rows, backends, caches, args, notes)
@@ -186,7 +191,7 @@ def med(xs):
 
 def report(rows, backends, caches, args, notes):
     print(f"GPT-2 (2 layers, n_embd 128, 4 heads, vocab {VOCAB}), batch 1, {PROMPT}-token prompt, {NEW} new tokens, "
-          f"greedy; medians of {args.rounds} rounds; seconds per generate() call")
+          f"{args.search} {SEARCHES[args.search] or ''}; medians of {args.rounds} rounds; seconds per generate() call")
     print()
     print("| cache | backend | cold call | warm call (2nd process) | 2nd call in process | x CPU (2nd call) "
           "| programs compiled cold / warm | disk hits warm | tokens = CPU |")

@@ -4,8 +4,8 @@
 // takes the math path, about twenty ATen ops forward and more backward. On tpu the answer is flash_attention
 // where its kernel applies, so SDPA reaches the engine as one _scaled_dot_product_flash_attention_for_cpu op
 // (and one backward op), lowered to one fused attention in StableHLO. The conditions follow CPU's own choice
-// of that kernel: 4-D dense query, key and value of one floating dtype and head size, no dropout, no grouped
-// heads, a 2-D or 4-D mask that does not require grad. Everything else, and any call made with flash disabled
+// of that kernel: 4-D dense query, key and value of one floating dtype and head size, no dropout, grouped heads
+// only with enable_gqa (the query's heads a multiple of the key's), a 2-D or 4-D mask that does not require grad. Everything else, and any call made with flash disabled
 // through torch.nn.attention.sdpa_kernel, stays on the math path. Sizes and strides are read as SymInts: under
 // torch.compile the choice runs on fake tensors, where a plain size() specializes a dynamic dimension.
 //
@@ -37,7 +37,7 @@ namespace {
 
 bool flash_fits(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& mask,
                 double dropout_p, bool enable_gqa) {
-  if (!at::globalContext().userEnabledFlashSDP() || dropout_p != 0.0 || enable_gqa) {
+  if (!at::globalContext().userEnabledFlashSDP() || dropout_p != 0.0) {
     return false;
   }
   if (q.is_nested() || k.is_nested() || v.is_nested() || q.dim() != 4 || k.dim() != 4 || v.dim() != 4) {
@@ -47,10 +47,12 @@ bool flash_fits(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c
       v.scalar_type() != q.scalar_type()) {
     return false;
   }
-  for (int64_t d = 0; d < 2; ++d) {
-    if (k.sym_size(d) != q.sym_size(d) || v.sym_size(d) != q.sym_size(d)) {
-      return false;
-    }
+  if (k.sym_size(0) != q.sym_size(0) || v.sym_size(0) != q.sym_size(0) || v.sym_size(1) != k.sym_size(1)) {
+    return false;
+  }
+  // Grouped heads: each key and value head serves heads/key heads consecutive query heads.
+  if (k.sym_size(1) != q.sym_size(1) && (!enable_gqa || k.sym_size(1) == 0 || q.sym_size(1) % k.sym_size(1) != 0)) {
+    return false;
   }
   if (k.sym_size(3) != q.sym_size(3) || v.sym_size(3) != q.sym_size(3) || k.sym_size(2) != v.sym_size(2)) {
     return false;

@@ -12,6 +12,7 @@ type attnArgs struct {
 	q, k, v *hlo.Value // in the compute dtype
 	d       DType      // compute dtype (float32 for half types)
 	batch   []int64    // leading dimensions, shared by q, k and v
+	group   int64      // query heads per key and value head (grouped-query attention), 1 without
 	l, s    int64
 	scale   float64
 	bias    *hlo.Value // [..., L, S] additive mask (0 or -inf for bools, causal), or nil
@@ -40,7 +41,15 @@ func (c *Ctx) readAttn(qi, causal, mask, scale int, padded bool) (*attnArgs, err
 		return nil, Errorf("scaled_dot_product_attention: expected query, key and value of one floating dtype")
 	}
 	batch := qm.Sizes[:r-2]
+	group := int64(1)
+	if r >= 3 && km.Sizes[r-3] != qm.Sizes[r-3] && km.Sizes[r-3] > 0 && qm.Sizes[r-3]%km.Sizes[r-3] == 0 &&
+		vm.Sizes[r-3] == km.Sizes[r-3] {
+		group = qm.Sizes[r-3] / km.Sizes[r-3] // enable_gqa: the heads dimension is the third from last
+	}
 	for i := range batch {
+		if i == r-3 && group > 1 {
+			continue
+		}
 		if km.Sizes[i] != batch[i] || vm.Sizes[i] != batch[i] {
 			return nil, Errorf("scaled_dot_product_attention: batch dimensions of query %s, key %s and value %s differ",
 				shapeString(qm.Sizes), shapeString(km.Sizes), shapeString(vm.Sizes))
@@ -51,7 +60,7 @@ func (c *Ctx) readAttn(qi, causal, mask, scale int, padded bool) (*attnArgs, err
 			shapeString(km.Sizes), shapeString(qm.Sizes), shapeString(vm.Sizes))
 	}
 	b, d := c.B, opmathType(qm.DType)
-	a := &attnArgs{d: d, batch: batch, l: qm.Sizes[r-2], s: km.Sizes[r-2]}
+	a := &attnArgs{d: d, batch: batch, group: group, l: qm.Sizes[r-2], s: km.Sizes[r-2]}
 	a.q = b.Convert(c.T(qi), d.Elem())
 	a.scale = 1 / math.Sqrt(float64(qm.Sizes[r-1]))
 	if c.Has(scale) {
@@ -77,6 +86,7 @@ func (c *Ctx) readAttn(qi, causal, mask, scale int, padded bool) (*attnArgs, err
 	} else {
 		a.k, a.v = b.Convert(c.T(qi+1), d.Elem()), b.Convert(c.T(qi+2), d.Elem())
 	}
+	a.k, a.v = a.repeatHeads(b, a.k), a.repeatHeads(b, a.v)
 	ls := append(append([]int64{}, batch...), a.l, a.s)
 	if c.Has(mask) {
 		mm := c.Meta(mask)
@@ -111,6 +121,36 @@ func (c *Ctx) readAttn(qi, causal, mask, scale int, padded bool) (*attnArgs, err
 		}
 	}
 	return a, nil
+}
+
+// repeatHeads gives keys or values x of grouped-query attention the query's
+// heads, each repeated for its group of query heads (repeat_interleave).
+func (a *attnArgs) repeatHeads(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	if a.group == 1 {
+		return x
+	}
+	s := x.T.Shape
+	h := len(s) - 3
+	grouped := append(append(append([]int64{}, s[:h+1]...), a.group), s[h+1:]...)
+	dims := seq(len(s))
+	for i := h + 1; i < len(s); i++ {
+		dims[i]++
+	}
+	out := append([]int64{}, s...)
+	out[h] *= a.group
+	return b.Reshape(b.BroadcastInDim(x, grouped, dims), out...)
+}
+
+// sumHeads sums a gradient x with the query's heads over each group of query
+// heads, into the key and value heads (the inverse of repeatHeads).
+func (a *attnArgs) sumHeads(b *hlo.Builder, x *hlo.Value) *hlo.Value {
+	if a.group == 1 {
+		return x
+	}
+	s := x.T.Shape
+	h := len(s) - 3
+	grouped := append(append(append([]int64{}, s[:h]...), s[h]/a.group, a.group), s[h+1:]...)
+	return b.Reduce(b.Reshape(x, grouped...), b.Scalar(x.T.Elem, 0), hlo.ReduceSum, int64(h+1))
 }
 
 // paddedKV returns the keys and values at qi+1 and qi+2 in padded form along
@@ -244,6 +284,7 @@ func sdpaFlashCPUBackward(c *Ctx) ([]*hlo.Value, error) {
 	ds = b.Mul(ds, full(b, a.d, ds.T.Shape, a.scale))
 	dq := b.DotGeneral(ds, a.k, bd, bd, []int64{nb + 1}, []int64{nb}) // [..., L, E]
 	dk := b.DotGeneral(ds, a.q, bd, bd, []int64{nb}, []int64{nb})     // [..., S, E]
+	dk, dv = a.sumHeads(b, dk), a.sumHeads(b, dv)
 	el := c.Meta(1).DType.Elem()
 	return []*hlo.Value{cpuOrder(b, a, b.Convert(dq, el)), cpuOrder(b, a, b.Convert(dk, el)), cpuOrder(b, a, b.Convert(dv, el))}, nil
 }

@@ -321,9 +321,9 @@ def sdpa_ops(**kw):
 def test_sdpa_takes_one_fused_op_where_it_fits():
     assert sdpa_ops(is_causal=True) == ["_scaled_dot_product_flash_attention_for_cpu"]
     math = {"bmm", "_safe_softmax"}
-    # Dropout, grouped query heads and a forced math backend keep the math decomposition.
+    # Grouped query heads take it too, as on CPU; dropout and a forced math backend keep the math decomposition.
+    assert sdpa_ops(kv_heads=2, enable_gqa=True) == ["_scaled_dot_product_flash_attention_for_cpu"]
     assert math <= set(sdpa_ops(dropout_p=0.5))
-    assert math <= set(sdpa_ops(kv_heads=2, enable_gqa=True))
     assert math <= set(sdpa_ops(backend=torch.nn.attention.SDPBackend.MATH))
 
 

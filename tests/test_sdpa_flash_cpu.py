@@ -26,6 +26,25 @@ def test_flash_attention_for_cpu(mode):
     check(lambda a, b, c: f(a, b, c)[1], q, k, v, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("kw", [dict(is_causal=True), dict(mask=True), dict()])
+def test_grouped_query_attention_matches_cpu(mode, kw):
+    # enable_gqa: three query heads share each key and value head (repeat_interleave); the gradients of the keys
+    # and values sum over their query heads.
+    f = torch.nn.functional.scaled_dot_product_attention
+    q, k, v = randn(2, 6, 4, 8), randn(2, 2, 5, 8), randn(2, 2, 5, 8)
+    mask = randn(2, 1, 4, 5) if kw.pop("mask", False) else None
+    g = randn(2, 6, 4, 8)
+    runs = []
+    for dev in ("cpu", "tpu"):
+        a, b, c = (x.detach().to(dev).requires_grad_() for x in (q, k, v))
+        out = f(a, b, c, attn_mask=None if mask is None else mask.to(dev), enable_gqa=True, **kw)
+        out.backward(g.to(dev))
+        runs.append([out, a.grad, b.grad, c.grad])
+    for want, got in zip(*runs):
+        assert got.shape == want.shape and got.stride() == want.stride(), (got.shape, got.stride(), want.stride())
+        torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
+
+
 def test_flash_attention_strides_match_cpu():
     # Compiled graphs view these results with the strides CPU's kernels (and their meta functions) give.
     f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu

@@ -4,7 +4,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from .generation import check_sampling, compare_generation
+from .generation import check_sampling, compare_decoding_programs, compare_generation
 from .harness import MODES, Case, compare_training
 
 VOCAB, SEQ, BATCH = 128, 16, 2
@@ -47,3 +47,11 @@ def test_llama_greedy_generation_matches_cpu(mode, cache):
 @pytest.mark.parametrize("mode", MODES)
 def test_llama_sampled_generation_runs_on_tpu(mode, cache):
     check_sampling(build, (batch(8)[0][:, :5],), mode, VOCAB, cache=cache)
+
+
+@pytest.mark.parametrize("mode", [pytest.param("strict", marks=pytest.mark.zoo_full), "fused"])
+def test_llama_decoding_compiles_no_program_per_token(mode):
+    # Without a mask transformers passes the grouped heads to scaled_dot_product_attention (enable_gqa), which
+    # takes the fused attention over the padded cache.
+    prompt = torch.randint(1, VOCAB, (1, 7), generator=torch.Generator().manual_seed(21))
+    compare_decoding_programs(build, (prompt,), mode, pad_token_id=0)

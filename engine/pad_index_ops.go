@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"slices"
+
+	"torchtpu/dispatch"
+	"torchtpu/hlo"
+)
+
+// Indexing ops on padded arguments (pad_ops.go): which padded indices,
+// inputs and pads may be read at their capacity.
+
+// padToEnd returns constant_pad_nd's args for its padded input q read at
+// its capacity: zeros added only at the end of q's padded dimension, the
+// result's length there kept. nil when the op pads otherwise.
+func padToEnd(args []dispatch.Arg, q padded) []dispatch.Arg {
+	if len(args) < 2 || args[1].Kind != dispatch.ArgIntList {
+		return nil
+	}
+	if len(args) > 2 && args[2].Kind != dispatch.ArgNone && (args[2].Double != 0 || args[2].Int != 0) {
+		return nil
+	}
+	pads := args[1].Ints
+	j := len(q.t.Sizes) - 1 - q.vdim
+	if 2*j+1 >= len(pads) || pads[2*j] != 0 {
+		return nil
+	}
+	n := q.st.shape[q.st.pad.dim]
+	length := n + pads[2*j+1]
+	if length < 1 {
+		return nil
+	}
+	args = slices.Clone(args)
+	args[1].Ints = slices.Clone(pads)
+	args[1].Ints[2*j+1] = length - q.st.pad.cap
+	return args
+}
+
+// indexFits reports whether the padded index q of gather or scatter (args)
+// may be read at its capacity: its values are known to lie in the input's
+// range along the op's dimension, and along its padded dimension, where that
+// is another, the input holds the whole capacity.
+func (e *Engine) indexFits(args []dispatch.Arg, q padded) bool {
+	if len(args) < 3 || args[1].Kind != dispatch.ArgInt || len(args[0].Tensors) != 1 {
+		return false
+	}
+	m := args[0].Tensors[0]
+	r := len(m.Sizes)
+	if r != len(q.t.Sizes) {
+		return false
+	}
+	dim := int(args[1].Int)
+	if dim < 0 {
+		dim += r
+	}
+	if dim < 0 || dim >= r {
+		return false
+	}
+	lo, hi, ok := e.IntRange(q.t)
+	return ok && lo >= 0 && hi < m.Sizes[dim] && (q.vdim == dim || q.st.pad.cap <= m.Sizes[q.vdim])
+}
+
+// repeatFirst makes the padded argument t, read as held, repeat its first
+// position along dim past the size: a scatter then writes there what it
+// writes at the first position.
+func (e *Engine) repeatFirst(t *TensorDesc, dim int, size *hlo.Value) {
+	b, v := e.d.g.b, e.padReads[t]
+	shape := v.T.Shape
+	limit := slices.Clone(shape)
+	limit[dim] = 1
+	ones, all := make([]int64, len(shape)), make([]int64, len(shape))
+	for i := range ones {
+		ones[i], all[i] = 1, int64(i)
+	}
+	first := b.BroadcastInDim(b.Slice(v, make([]int64, len(shape)), limit, ones), shape, all)
+	e.padReads[t] = b.Select(dispatch.ValidMask(b, shape, dim, size), v, first)
+}
+
+// selectsAlong reports whether index_select's args select along dimension
+// dim of their rank-r input.
+func selectsAlong(args []dispatch.Arg, dim, r int) bool {
+	d := args[1].Int
+	return d == int64(dim) || d == int64(dim-r)
+}
+
+// keepAppend marks index_select's plain result as an append where its input
+// is one along another dimension than the one it selects along (a beam
+// search's reordered cache after its first append), so the next append
+// starts padding.
+func (e *Engine) keepAppend(c *dispatch.Ctx) {
+	args := c.Args
+	if len(args) < 3 || args[0].Kind != dispatch.ArgTensor || args[1].Kind != dispatch.ArgInt || len(c.Pads) > 0 {
+		return
+	}
+	t, ok := args[0].Handles[0].(*TensorDesc)
+	if !ok || t.CPU || t.Addr == 0 {
+		return
+	}
+	st := e.storages[t.Addr]
+	if st == nil || st.grown == 0 || st.pad != nil || st.dtype != t.DType || !t.offsetFreeWhole(st.shape) ||
+		selectsAlong(args, st.grown-1, len(t.Sizes)) {
+		return
+	}
+	c.AppendedAt(0, st.grown-1)
+}
+
+// padIndex returns the padded tensors of index.Tensor's arguments, the
+// input first (with st nil when it is not read as held): every dimension of
+// the input has an index tensor, and a padded input's padded dimension has
+// indices known to lie in [0, size). nil when the op reads nothing padded.
+func (e *Engine) padIndex(args []dispatch.Arg) []padded {
+	if len(args) < 2 || args[1].Kind != dispatch.ArgTensorList || len(args[0].Tensors) != 1 {
+		return nil
+	}
+	src := args[0].Tensors[0]
+	if len(args[1].Tensors) != len(src.Sizes) {
+		return nil
+	}
+	for _, m := range args[1].Tensors {
+		if !m.Defined || m.DType == dispatch.Bool || m.DType == dispatch.Uint8 {
+			return nil
+		}
+	}
+	in := padded{}
+	if ps := e.paddedArgs(args, 0, 1); len(ps) == 1 {
+		n := ps[0].st.shape[ps[0].st.pad.dim]
+		lo, hi, ok := e.IntRange(args[1].Handles[ps[0].vdim])
+		if !ok || lo < 0 || hi >= n {
+			return nil
+		}
+		in = ps[0]
+	}
+	idx := e.paddedArgs(args, 1, 2)
+	if in.st == nil && len(idx) == 0 {
+		return nil
+	}
+	return append([]padded{in}, idx...)
+}
