@@ -169,7 +169,7 @@ func init() {
 	fill := def("aten::fill.Scalar", fillScalar, "")
 	fill.ComplexScalar, fill.Range = 1, fillRange
 	def("aten::fill.Tensor", fillScalar, "").Range = fillRange
-	def("aten::zero", zero, "")
+	def("aten::zero", zero, "").Range = zeroRange
 	alias("aten::arange.start_out", &Rule{Name: "aten::arange.start_out", Fn: arangeOut, OutKeepsShape: true,
 		Needs: Needs{Grows: true}}, OutVariant)
 }

@@ -327,3 +327,6 @@ func clampRange(lo, hi int) RangeFn {
 		return l, h, l != math.MinInt64 && h != math.MaxInt64
 	}
 }
+
+// zeroRange bounds zero: every value is 0.
+func zeroRange(*Ctx) (int64, int64, bool) { return 0, 0, true }

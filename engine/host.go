@@ -111,7 +111,9 @@ func (e *Engine) toHost(t *TensorDesc, dst []byte) error {
 	// A whole storage is read from its own buffer, after the flush that computes it when it is
 	// pending: as an extra output, its value would be a second output of the graph, which XLA
 	// fills by copying the first.
-	if (st.pending != nil || st.buf != nil) && st.dtype == t.DType && (t.offsetFreeWhole(st.shape) || t.allInOrder(st)) {
+	whole := t.offsetFreeWhole(st.shape) || t.allInOrder(st) ||
+		st.pad != nil && t.Offset == 0 && numel(t.Sizes) == numel(st.shape) && t.view().isContiguous()
+	if (st.pending != nil || st.buf != nil) && st.dtype == t.DType && whole {
 		if err := e.flush(); err != nil {
 			return err
 		}

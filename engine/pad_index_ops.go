@@ -136,3 +136,101 @@ func (e *Engine) padIndex(args []dispatch.Arg) []padded {
 	}
 	return append([]padded{in}, idx...)
 }
+
+// selectDim returns the dimension index_select's args select along, of a
+// rank-1 input for a 0-dim one.
+func selectDim(args []dispatch.Arg) int {
+	d, r := int(args[1].Int), max(len(args[0].Tensors[0].Sizes), 1)
+	if d < 0 {
+		d += r
+	}
+	return d
+}
+
+// selectFits reports whether index_select's padded index q may be read at
+// its capacity: its values lie in the input's range along the dimension
+// selected. A range not known yet is read from the device once (the check
+// the rule would make) and kept with the index's storage.
+func (e *Engine) selectFits(args []dispatch.Arg, q padded) bool {
+	m := args[0].Tensors[0]
+	d := selectDim(args)
+	if len(m.Sizes) == 0 || d < 0 || d >= len(m.Sizes) {
+		return false
+	}
+	lo, hi, ok := e.IntRange(q.t)
+	if !ok {
+		// The values the rule's index check reads first (Needs.HostArgs).
+		vs, err := e.Int64s(q.t)
+		if err != nil || len(vs) == 0 {
+			return false
+		}
+		lo, hi = slices.Min(vs), slices.Max(vs)
+		if q.st.pending == nil {
+			q.st.known = &intRange{lo, hi}
+		}
+	}
+	return lo >= 0 && hi < m.Sizes[d]
+}
+
+// constantArgs returns the tensors among args, other than the padded ones ps,
+// that hold one known value (constantOf) in the shape of the first padded
+// tensor (torch.zeros_like of it, which PyTorch makes as a new tensor and a
+// fill): read at the capacity, they compute with it as held.
+func (e *Engine) constantArgs(args []dispatch.Arg, ps []padded) []padded {
+	if len(ps) == 0 {
+		return nil
+	}
+	var cs []padded
+	for i, a := range args {
+		if a.Kind != dispatch.ArgTensor {
+			continue
+		}
+		for j, h := range a.Handles {
+			t, ok := h.(*TensorDesc)
+			if !ok || !a.Tensors[j].Defined || slices.ContainsFunc(ps, func(p padded) bool { return p.arg == i && p.idx == j }) ||
+				!slices.Equal(t.Sizes, ps[0].t.Sizes) {
+				continue
+			}
+			if _, ok := e.constantOf(t); ok {
+				cs = append(cs, padded{arg: i, idx: j, t: t, vdim: ps[0].vdim})
+			}
+		}
+	}
+	return cs
+}
+
+// constantOf returns the one value every element of tensor t holds when the
+// engine knows it: a storage given a shape but no value (zeros), or integers
+// of one known value (a fill).
+func (e *Engine) constantOf(t *TensorDesc) (int64, bool) {
+	if t.CPU || t.Addr == 0 {
+		return 0, false
+	}
+	st := e.storages[t.Addr]
+	if st == nil || st.pad != nil {
+		return 0, false
+	}
+	if st.shaped && storageState(st) == stateZero {
+		return 0, true
+	}
+	if lo, hi, ok := e.IntRange(t); ok && lo == hi {
+		return lo, true
+	}
+	return 0, false
+}
+
+// constSubst makes tensor q.idx of argument a read its one value at the
+// capacity along q.vdim.
+func (e *Engine) constSubst(a dispatch.Arg, q padded, capacity int64) dispatch.Arg {
+	v, _ := e.constantOf(q.t)
+	nt := *q.t
+	nt.Sizes = slices.Clone(q.t.Sizes)
+	nt.Sizes[q.vdim] = capacity
+	nt.Strides = contiguousStrides(nt.Sizes)
+	a.Tensors, a.Handles = slices.Clone(a.Tensors), slices.Clone(a.Handles)
+	a.Tensors[q.idx], a.Handles[q.idx] = nt.Meta(), &nt
+	b := e.d.g.b
+	x := b.Convert(b.ConstantInt(hlo.T(hlo.S64), v), q.t.DType.Elem())
+	e.readAs(&nt, b.BroadcastInDim(x, nt.Sizes, nil))
+	return a
+}

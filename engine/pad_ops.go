@@ -29,62 +29,99 @@ type padOp struct {
 	// redirect: the padded arguments repeat their first position past the
 	// size (PadScatter).
 	redirect bool
+	// consts are arguments of one known value shaped as a padded one
+	// (constantArgs), read at the capacity too.
+	consts []padded
 }
 
 // padView returns the padded storage t views whole, with t's dimension that
-// is the storage's padded one: t is contiguous at offset 0, of the storage's
-// dtype, and its sizes are the storage's with dimensions of size 1 put in or
+// is the storage's padded one and, when t permutes the storage's dimensions
+// (a permute or transpose of it), the storage dimension each of t's
+// dimensions of size other than 1 is, in t's order: t is at offset 0, of the
+// storage's dtype, and its dimensions of size other than 1 are the storage's
+// in some order, with their strides; dimensions of size 1 may be put in or
 // left out. A storage of size 1 along its padded dimension is not matched.
-func (e *Engine) padView(t *TensorDesc) (*Storage, int, bool) {
+func (e *Engine) padView(t *TensorDesc) (st *Storage, vdim int, order []int, ok bool) {
 	if t.CPU || t.Addr == 0 || e.capturing() {
-		return nil, 0, false
+		return nil, 0, nil, false
 	}
-	st := e.storages[t.Addr]
-	if st == nil || st.pad == nil || st.dtype != t.DType || t.Offset != 0 || !t.view().isContiguous() ||
-		st.shape[st.pad.dim] <= 1 {
-		return nil, 0, false
+	st = e.storages[t.Addr]
+	if st == nil || st.pad == nil || st.dtype != t.DType || t.Offset != 0 || st.shape[st.pad.dim] <= 1 ||
+		len(st.shape) > 62 {
+		return nil, 0, nil, false
 	}
-	i, vdim := 0, -1
+	strides := contiguousStrides(st.shape)
+	var used uint64
+	vdim, permuted := -1, false
 	for j, s := range t.Sizes {
 		if s == 1 {
 			continue
 		}
-		for i < len(st.shape) && st.shape[i] == 1 {
-			i++
+		// The first dimension of a stride is the one of size other than 1 (those of size 1 after it share it).
+		i := slices.Index(strides, t.Strides[j])
+		if i < 0 || st.shape[i] != s || used&(1<<i) != 0 {
+			return nil, 0, nil, false
 		}
-		if i == len(st.shape) || st.shape[i] != s {
-			return nil, 0, false
-		}
+		permuted = permuted || len(order) > 0 && order[len(order)-1] > i
+		used |= 1 << i
+		order = append(order, i)
 		if i == st.pad.dim {
 			vdim = j
 		}
-		i++
 	}
-	for i < len(st.shape) && st.shape[i] == 1 {
-		i++
+	for i, s := range st.shape {
+		if s != 1 && used&(1<<i) == 0 {
+			return nil, 0, nil, false
+		}
 	}
-	if i != len(st.shape) || vdim < 0 {
-		return nil, 0, false
+	if vdim < 0 {
+		return nil, 0, nil, false
 	}
-	return st, vdim, true
+	if !permuted {
+		order = nil
+	}
+	return st, vdim, order, true
 }
 
-// padSubst makes tensor idx of argument a read its padded storage st as
-// held, along t's dimension vdim: a copy of the argument whose meta has the
-// capacity there, and whose handle reads the padded value (Engine.Read).
-func (e *Engine) padSubst(a dispatch.Arg, idx int, t *TensorDesc, st *Storage, vdim int) dispatch.Arg {
-	nt := *t
-	nt.Sizes = slices.Clone(t.Sizes)
-	nt.Sizes[vdim] = st.pad.cap
+// padSubst makes tensor q.idx of argument a read its padded storage as held,
+// along q.t's dimension q.vdim: a copy of the argument whose meta has the
+// capacity there, and whose handle reads the padded value (Engine.Read),
+// permuted as q.t views it.
+func (e *Engine) padSubst(a dispatch.Arg, q padded) dispatch.Arg {
+	st := q.st
+	nt := *q.t
+	nt.Sizes = slices.Clone(q.t.Sizes)
+	nt.Sizes[q.vdim] = st.pad.cap
 	nt.Strides = contiguousStrides(nt.Sizes)
 	a.Tensors, a.Handles = slices.Clone(a.Tensors), slices.Clone(a.Handles)
-	a.Tensors[idx], a.Handles[idx] = nt.Meta(), &nt
+	a.Tensors[q.idx], a.Handles[q.idx] = nt.Meta(), &nt
+	b, v := e.d.g.b, e.physValue(st)
+	if q.order != nil {
+		// The storage's dimensions of size other than 1, at the capacity, then in the view's order.
+		var core []int64
+		for _, s := range physShape(st) {
+			if s != 1 {
+				core = append(core, s)
+			}
+		}
+		sorted := slices.Sorted(slices.Values(q.order))
+		perm := make([]int64, len(q.order))
+		for k, i := range q.order {
+			perm[k] = int64(slices.Index(sorted, i))
+		}
+		v = b.Transpose(b.Reshape(v, core...), perm...)
+	}
+	e.readAs(&nt, b.Reshape(v, nt.Sizes...))
+	e.d.g.notePadCap(st.pad.cap)
+	return a
+}
+
+// readAs makes the handle t read v (Engine.Read).
+func (e *Engine) readAs(t *TensorDesc, v *hlo.Value) {
 	if e.padReads == nil {
 		e.padReads = map[*TensorDesc]*hlo.Value{}
 	}
-	e.padReads[&nt] = e.d.g.b.Reshape(e.physValue(st), nt.Sizes...)
-	e.d.g.notePadCap(st.pad.cap)
-	return a
+	e.padReads[t] = v
 }
 
 // padded is one padded tensor argument: tensor idx of argument arg.
@@ -93,6 +130,7 @@ type padded struct {
 	t        *TensorDesc
 	st       *Storage
 	vdim     int
+	order    []int // the storage dimensions t permutes (padView), nil when in order
 }
 
 // paddedArgs returns the padded tensors among args[from:to].
@@ -104,8 +142,8 @@ func (e *Engine) paddedArgs(args []dispatch.Arg, from, to int) []padded {
 		}
 		for j, h := range args[i].Handles {
 			if t, ok := h.(*TensorDesc); ok && args[i].Tensors[j].Defined {
-				if st, vdim, ok := e.padView(t); ok {
-					ps = append(ps, padded{i, j, t, st, vdim})
+				if st, vdim, order, ok := e.padView(t); ok {
+					ps = append(ps, padded{i, j, t, st, vdim, order})
 				}
 			}
 		}
@@ -127,6 +165,12 @@ func alignPadded(args []dispatch.Arg, from, to int, ps []padded) (int, bool) {
 	dim := -1
 	for _, p := range ps {
 		d := p.vdim + rank - len(p.t.Sizes)
+		if p.st == nil { // a constant shaped as the first padded tensor (constantArgs)
+			if d != dim {
+				return 0, false
+			}
+			continue
+		}
 		if dim >= 0 && (d != dim || p.st.shape[p.st.pad.dim] != ps[0].st.shape[ps[0].st.pad.dim] ||
 			p.st.pad.cap != ps[0].st.pad.cap) {
 			return 0, false
@@ -157,11 +201,12 @@ func (e *Engine) planPadOp(kind dispatch.PadKind, args []dispatch.Arg) *padOp {
 	switch kind {
 	case dispatch.PadElementwise:
 		ps = e.paddedArgs(args, 0, len(args))
-		dim, ok := alignPadded(args, 0, len(args), ps)
+		consts := e.constantArgs(args, ps)
+		dim, ok := alignPadded(args, 0, len(args), append(slices.Clone(ps), consts...))
 		if !ok {
 			return nil
 		}
-		p.dim = dim
+		p.dim, p.consts = dim, consts
 	case dispatch.PadSum:
 		if ps = e.paddedArgs(args, 0, 1); len(ps) == 0 {
 			return nil
@@ -182,11 +227,20 @@ func (e *Engine) planPadOp(kind dispatch.PadKind, args []dispatch.Arg) *padOp {
 			ps = ps[1:]
 		}
 	case dispatch.PadSelect:
-		if ps = e.paddedArgs(args, 0, 1); len(ps) == 0 || len(args) < 3 || args[1].Kind != dispatch.ArgInt ||
-			len(e.paddedArgs(args, 2, 3)) > 0 {
+		if len(args) < 3 || args[1].Kind != dispatch.ArgInt {
 			return nil
 		}
-		if selectsAlong(args, ps[0].vdim, len(ps[0].t.Sizes)) {
+		ps = e.paddedArgs(args, 0, 1)
+		if idx := e.paddedArgs(args, 2, 3); len(idx) > 0 {
+			// A padded index (an embedding of values computed from positions): the
+			// result is padded along the dimension it selects.
+			if len(ps) > 0 || len(idx[0].t.Sizes) != 1 || !e.selectFits(args, idx[0]) {
+				return nil
+			}
+			ps, p.dim = idx, selectDim(args)
+			break
+		}
+		if len(ps) == 0 || selectsAlong(args, ps[0].vdim, len(ps[0].t.Sizes)) {
 			return nil
 		}
 		p.dim = ps[0].vdim
@@ -237,7 +291,10 @@ func (e *Engine) planPadOp(kind dispatch.PadKind, args []dispatch.Arg) *padOp {
 	p.n, p.cap = st.shape[st.pad.dim], st.pad.cap
 	p.args = slices.Clone(args)
 	for _, q := range ps {
-		p.args[q.arg] = e.padSubst(p.args[q.arg], q.idx, q.t, q.st, q.vdim)
+		p.args[q.arg] = e.padSubst(p.args[q.arg], q)
+	}
+	for _, q := range p.consts {
+		p.args[q.arg] = e.constSubst(p.args[q.arg], q, st.pad.cap)
 	}
 	p.size = e.windowStarts([]int64{p.n})[0]
 	if p.redirect {

@@ -4,6 +4,8 @@ and attention with the mask made so. Batched generate() with left padding builds
 each step; its repetition penalty gathers the scores at the growing ids and scatters them back. Every step must give CPU's values, dtypes and strides, inside a capacity and across its edge, and the
 steps inside one capacity must compile nothing."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -151,4 +153,53 @@ def test_penalty_steps_inside_one_capacity_compile_nothing(mode):
     penalty_loop(ids, 40, lambda s, r: want.append(r["ids"]))
     for g, w in zip(got, want):
         assert torch.equal(g, w)
+    assert marks[39] == marks[3], [(s, c) for s, c in sorted(marks.items()) if c != marks.get(s - 1)]
+
+
+def bias_loop(k, steps, on_step, buckets=8, max_distance=16):
+    """T5's relative position bias over a growing cache, as transformers computes it each decoding step: the key
+    positions (an arange of the cache's length) less the query's, bucketed through zeros_like, full_like (new
+    tensors filled with one value), a log and a where, looked up in an embedding, permuted to [1, heads, 1, keys]
+    and made contiguous as attention's mask."""
+    emb = torch.arange(buckets * 4, dtype=torch.float32, device=k.device).reshape(buckets, 4) * 0.25 - 3
+    for s in range(steps):
+        k = torch.cat([k, k[:, :, -1:] * 0.5 + 0.25], dim=-2)
+        n = k.shape[-2]
+        rel = torch.arange(n, device=k.device)[None, :] - (torch.arange(1, device=k.device)[:, None] + (n - 1))
+        rel = -torch.min(rel, torch.zeros_like(rel))
+        exact = buckets // 2
+        large = exact + (torch.log(rel.float() / exact) / math.log(max_distance / exact) *
+                         (buckets - exact)).to(torch.long)
+        large = torch.min(large, torch.full_like(large, buckets - 1))
+        bucket = 0 + torch.where(rel < exact, rel, large)
+        bias = F.embedding(bucket, emb).permute([2, 0, 1]).unsqueeze(0).contiguous()
+        out = F.scaled_dot_product_attention(k[:, :, -1:], k, k, attn_mask=bias)
+        on_step(s, dict(bucket=bucket, bias=bias, out=out))
+
+
+def test_a_relative_position_bias_over_a_growing_cache_matches_cpu(mode):
+    k = randn(1, 4, 5, 8)
+    want = {}
+    bias_loop(k, 12, lambda s, r: want.setdefault(s, r))
+
+    def check(s, r):
+        for name, w in want[s].items():
+            same(r[name], w, **({"atol": 1e-5, "rtol": 1e-5} if w.is_floating_point() else {}))
+    bias_loop(k.to("tpu"), 12, check)
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_bias_steps_inside_one_capacity_compile_nothing(mode):
+    k = randn(1, 4, 6, 8)  # a length the test above does not run
+    got, marks = [], {}
+
+    def step(s, r):
+        got.append(r["out"].cpu())
+        torch.tpu.await_compiles()
+        marks[s] = compiles()
+    bias_loop(k.to("tpu"), 40, step)
+    want = []
+    bias_loop(k, 40, lambda s, r: want.append(r["out"]))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
     assert marks[39] == marks[3], [(s, c) for s, c in sorted(marks.items()) if c != marks.get(s - 1)]

@@ -4,7 +4,7 @@ import pytest
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
-from .generation import compare_generation
+from .generation import compare_decoding_programs, compare_generation
 from .harness import MODES, Case, compare_training
 
 VOCAB, SRC, TGT, BATCH = 128, 12, 8, 2
@@ -39,3 +39,11 @@ def test_t5_trains_like_cpu(mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_t5_greedy_generation_matches_cpu(mode):
     compare_generation(build, (batch(7)[0],), mode)
+
+
+@pytest.mark.parametrize("mode", [pytest.param("strict", marks=pytest.mark.zoo_full), "fused"])
+def test_t5_decoding_compiles_no_program_per_token(mode):
+    # The decoder's relative position bias is computed each step from the growing key positions
+    # (tests/test_padded_ops.py, bias_loop). Each call after the first may compile two small programs of its own.
+    prompt = torch.randint(2, VOCAB, (1, 9), generator=torch.Generator().manual_seed(23))
+    compare_decoding_programs(build, (prompt,), mode, warm_programs=2, long_programs=2)
