@@ -128,32 +128,43 @@ def penalty_loop(ids, steps, on_step, vocab=16, penalty=1.3):
         on_step(s, dict(out=out, seen=seen, ids=ids, gathered=got))
 
 
-def test_a_repetition_penalty_over_growing_ids_matches_cpu(mode):
-    ids = randint(0, 16, 2, 10)
+def steps_match_cpu(loop, start, steps=12):
+    """Runs loop(start, steps, on_step) on CPU, then on tpu from start's copy: every step's results must be CPU's
+    (values, dtypes, strides)."""
     want = {}
-    penalty_loop(ids, 12, lambda s, r: want.setdefault(s, r))
+    loop(start, steps, lambda s, r: want.setdefault(s, r))
 
     def check(s, r):
         for name, w in want[s].items():
-            same(r[name], w)
-    penalty_loop(ids.to("tpu"), 12, check)
+            same(r[name], w, **({"atol": 1e-5, "rtol": 1e-5} if w.is_floating_point() else {}))
+    loop(start.to("tpu"), steps, check)
+
+
+def steps_compile_nothing(loop, start, key, steps=40):
+    """Runs loop on tpu, reading result key to the host each step (as generate()'s stop check does), then on CPU:
+    the values must agree, and the steps from the fourth on must compile nothing (step 0 appends to the start,
+    step 1 starts the padding, step 2 is the first on a padded size)."""
+    got, marks = [], {}
+
+    def step(s, r):
+        got.append(r[key].cpu())
+        torch.tpu.await_compiles()
+        marks[s] = compiles()
+    loop(start.to("tpu"), steps, step)
+    want = []
+    loop(start, steps, lambda s, r: want.append(r[key]))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+    assert marks[steps - 1] == marks[3], [(s, c) for s, c in sorted(marks.items()) if c != marks.get(s - 1)]
+
+
+def test_a_repetition_penalty_over_growing_ids_matches_cpu(mode):
+    steps_match_cpu(penalty_loop, randint(0, 16, 2, 10))
 
 
 @pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
 def test_penalty_steps_inside_one_capacity_compile_nothing(mode):
-    ids = randint(0, 16, 3, 9)  # shapes the test above does not run
-    got, marks = [], {}
-
-    def step(s, r):
-        got.append(r["ids"].cpu())  # a host read each step, as generate()'s stop check
-        torch.tpu.await_compiles()
-        marks[s] = compiles()
-    penalty_loop(ids.to("tpu"), 40, step)
-    want = []
-    penalty_loop(ids, 40, lambda s, r: want.append(r["ids"]))
-    for g, w in zip(got, want):
-        assert torch.equal(g, w)
-    assert marks[39] == marks[3], [(s, c) for s, c in sorted(marks.items()) if c != marks.get(s - 1)]
+    steps_compile_nothing(penalty_loop, randint(0, 16, 3, 9), "ids")  # shapes the test above does not run
 
 
 def bias_loop(k, steps, on_step, buckets=8, max_distance=16):
@@ -178,28 +189,9 @@ def bias_loop(k, steps, on_step, buckets=8, max_distance=16):
 
 
 def test_a_relative_position_bias_over_a_growing_cache_matches_cpu(mode):
-    k = randn(1, 4, 5, 8)
-    want = {}
-    bias_loop(k, 12, lambda s, r: want.setdefault(s, r))
-
-    def check(s, r):
-        for name, w in want[s].items():
-            same(r[name], w, **({"atol": 1e-5, "rtol": 1e-5} if w.is_floating_point() else {}))
-    bias_loop(k.to("tpu"), 12, check)
+    steps_match_cpu(bias_loop, randn(1, 4, 5, 8))
 
 
 @pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
 def test_bias_steps_inside_one_capacity_compile_nothing(mode):
-    k = randn(1, 4, 6, 8)  # a length the test above does not run
-    got, marks = [], {}
-
-    def step(s, r):
-        got.append(r["out"].cpu())
-        torch.tpu.await_compiles()
-        marks[s] = compiles()
-    bias_loop(k.to("tpu"), 40, step)
-    want = []
-    bias_loop(k, 40, lambda s, r: want.append(r["out"]))
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
-    assert marks[39] == marks[3], [(s, c) for s, c in sorted(marks.items()) if c != marks.get(s - 1)]
+    steps_compile_nothing(bias_loop, randn(1, 4, 6, 8), "out")  # a length the test above does not run
