@@ -69,10 +69,11 @@ func (e *Engine) Read(h any) *hlo.Value {
 		return v
 	}
 	base := e.baseValue(st, t.DType)
-	if e.windowAtRuntime(st) || st.pending != nil && e.offsetMoves(st, t, false) {
+	if e.windowAtRuntime(st) || st.pad == nil && st.pending != nil && e.offsetMoves(st, t, false) {
 		// A window of a materialized storage (a batch sliced from a dataset
-		// on the device, a row of a table) starts at runtime offsets, so the
-		// next window reuses the program.
+		// on the device, a row of a table), or one whose offset moved between
+		// graphs (offsets.go), starts at runtime offsets, so the next window
+		// reuses the program.
 		return readViewWith(e.d.g.b, base, t.view(), e.windowStarts)
 	}
 	return readView(e.d.g.b, base, t.view())
