@@ -33,8 +33,9 @@ const (
 	// (a beam search reordering its key/value cache by beam): the result is
 	// padded where its input is.
 	PadSelect
-	// PadGather: gather with a padded index, whose values are known to lie
-	// in the input's range: the result is padded where the index is.
+	// PadGather: gather with a padded index whose values lie in the input's
+	// range (known, or read by the op's index check): the result is padded
+	// where the index is.
 	PadGather
 	// PadScatter: scatter of values or of a source padded where its index
 	// is, into an input that is not padded: the positions past the size

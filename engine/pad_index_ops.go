@@ -36,28 +36,95 @@ func padToEnd(args []dispatch.Arg, q padded) []dispatch.Arg {
 	return args
 }
 
-// indexFits reports whether the padded index q of gather or scatter (args)
-// may be read at its capacity: its values are known to lie in the input's
-// range along the op's dimension, and along its padded dimension, where that
-// is another, the input holds the whole capacity.
+// matchSelect is matchPadOp for index_select: a padded input selected along
+// another dimension stays padded; a padded index (an embedding of values
+// computed from positions) pads the result along the dimension selected.
+func (e *Engine) matchSelect(args []dispatch.Arg, p *padOp) []padded {
+	if len(args) < 3 || args[1].Kind != dispatch.ArgInt {
+		return nil
+	}
+	ps := e.paddedArgs(args, 0, 1)
+	if idx := e.paddedArgs(args, 2, 3); len(idx) > 0 {
+		if len(ps) > 0 || len(idx[0].t.Sizes) != 1 || !e.indexFits(args, idx[0]) {
+			return nil
+		}
+		p.dim = opDim(args)
+		return idx
+	}
+	if len(ps) == 0 || opDim(args) == ps[0].vdim {
+		return nil
+	}
+	p.dim = ps[0].vdim
+	return ps
+}
+
+// matchGatherScatter is matchPadOp for gather and scatter with a padded
+// index of a known range, into an input that is not padded; a scatter's
+// source is padded as its index is.
+func (e *Engine) matchGatherScatter(kind dispatch.PadKind, args []dispatch.Arg, p *padOp) []padded {
+	ps := e.paddedArgs(args, 2, 4)
+	if len(ps) == 0 || ps[0].arg != 2 || !e.indexFits(args, ps[0]) || len(e.paddedArgs(args, 0, 1)) > 0 {
+		return nil
+	}
+	if kind == dispatch.PadGather {
+		p.dim = ps[0].vdim
+		return ps
+	}
+	if len(args) > 3 && args[3].Kind == dispatch.ArgTensor {
+		if len(ps) != 2 || ps[1].vdim != ps[0].vdim || ps[1].st.shape[ps[1].st.pad.dim] != ps[0].st.shape[ps[0].st.pad.dim] ||
+			ps[1].st.pad.cap != ps[0].st.pad.cap {
+			return nil
+		}
+	}
+	p.redirect = true
+	return ps
+}
+
+// opDim returns the dimension argument (args[1]) of index_select, gather or
+// scatter in the range of their input's dimensions (a 0-dim input counts as
+// one dimension).
+func opDim(args []dispatch.Arg) int {
+	d, r := int(args[1].Int), max(len(args[0].Tensors[0].Sizes), 1)
+	if d < 0 {
+		d += r
+	}
+	return d
+}
+
+// indexWithin reports whether the values of the padded index q lie in
+// [0, size), from their known range or else from the values the op's index
+// check read before its rule (Needs.HostArgs), whose range the index's
+// storage then keeps: no read of its own.
+func (e *Engine) indexWithin(q padded, size int64) bool {
+	lo, hi, ok := e.IntRange(q.t)
+	if !ok {
+		vs, err := e.Int64s(q.t)
+		if err != nil || len(vs) == 0 {
+			return false
+		}
+		lo, hi = slices.Min(vs), slices.Max(vs)
+		if q.st.pending == nil {
+			q.st.known = &intRange{lo, hi}
+		}
+	}
+	return lo >= 0 && hi < size
+}
+
+// indexFits reports whether the padded index q of index_select, gather or
+// scatter (args) may be read at its capacity: its values lie in the input's
+// range along the op's dimension, and, for gather and scatter (an index of
+// the input's rank), the input holds the whole capacity along the index's
+// padded dimension where that is another.
 func (e *Engine) indexFits(args []dispatch.Arg, q padded) bool {
 	if len(args) < 3 || args[1].Kind != dispatch.ArgInt || len(args[0].Tensors) != 1 {
 		return false
 	}
 	m := args[0].Tensors[0]
-	r := len(m.Sizes)
-	if r != len(q.t.Sizes) {
+	d := opDim(args)
+	if len(m.Sizes) == 0 || d < 0 || d >= len(m.Sizes) || !e.indexWithin(q, m.Sizes[d]) {
 		return false
 	}
-	dim := int(args[1].Int)
-	if dim < 0 {
-		dim += r
-	}
-	if dim < 0 || dim >= r {
-		return false
-	}
-	lo, hi, ok := e.IntRange(q.t)
-	return ok && lo >= 0 && hi < m.Sizes[dim] && (q.vdim == dim || q.st.pad.cap <= m.Sizes[q.vdim])
+	return len(q.t.Sizes) == 1 || len(q.t.Sizes) == len(m.Sizes) && (q.vdim == d || q.st.pad.cap <= m.Sizes[q.vdim])
 }
 
 // repeatFirst makes the padded argument t, read as held, repeat its first
@@ -76,13 +143,6 @@ func (e *Engine) repeatFirst(t *TensorDesc, dim int, size *hlo.Value) {
 	e.padReads[t] = b.Select(dispatch.ValidMask(b, shape, dim, size), v, first)
 }
 
-// selectsAlong reports whether index_select's args select along dimension
-// dim of their rank-r input.
-func selectsAlong(args []dispatch.Arg, dim, r int) bool {
-	d := args[1].Int
-	return d == int64(dim) || d == int64(dim-r)
-}
-
 // keepAppend marks index_select's plain result as an append where its input
 // is one along another dimension than the one it selects along (a beam
 // search's reordered cache after its first append), so the next append
@@ -98,7 +158,7 @@ func (e *Engine) keepAppend(c *dispatch.Ctx) {
 	}
 	st := e.storages[t.Addr]
 	if st == nil || st.grown == 0 || st.pad != nil || st.dtype != t.DType || !t.offsetFreeWhole(st.shape) ||
-		selectsAlong(args, st.grown-1, len(t.Sizes)) {
+		opDim(args) == st.grown-1 {
 		return
 	}
 	c.AppendedAt(0, st.grown-1)
@@ -135,41 +195,6 @@ func (e *Engine) padIndex(args []dispatch.Arg) []padded {
 		return nil
 	}
 	return append([]padded{in}, idx...)
-}
-
-// selectDim returns the dimension index_select's args select along, of a
-// rank-1 input for a 0-dim one.
-func selectDim(args []dispatch.Arg) int {
-	d, r := int(args[1].Int), max(len(args[0].Tensors[0].Sizes), 1)
-	if d < 0 {
-		d += r
-	}
-	return d
-}
-
-// selectFits reports whether index_select's padded index q may be read at
-// its capacity: its values lie in the input's range along the dimension
-// selected. A range not known yet is read from the device once (the check
-// the rule would make) and kept with the index's storage.
-func (e *Engine) selectFits(args []dispatch.Arg, q padded) bool {
-	m := args[0].Tensors[0]
-	d := selectDim(args)
-	if len(m.Sizes) == 0 || d < 0 || d >= len(m.Sizes) {
-		return false
-	}
-	lo, hi, ok := e.IntRange(q.t)
-	if !ok {
-		// The values the rule's index check reads first (Needs.HostArgs).
-		vs, err := e.Int64s(q.t)
-		if err != nil || len(vs) == 0 {
-			return false
-		}
-		lo, hi = slices.Min(vs), slices.Max(vs)
-		if q.st.pending == nil {
-			q.st.known = &intRange{lo, hi}
-		}
-	}
-	return lo >= 0 && hi < m.Sizes[d]
 }
 
 // constantArgs returns the tensors among args, other than the padded ones ps,

@@ -196,94 +196,8 @@ func (e *Engine) planPadOp(kind dispatch.PadKind, args []dispatch.Arg) *padOp {
 	if !e.padOn || e.mode == ModeDebug || e.capturing() {
 		return nil
 	}
-	var ps []padded
 	p := &padOp{dim: -1}
-	switch kind {
-	case dispatch.PadElementwise:
-		ps = e.paddedArgs(args, 0, len(args))
-		consts := e.constantArgs(args, ps)
-		dim, ok := alignPadded(args, 0, len(args), append(slices.Clone(ps), consts...))
-		if !ok {
-			return nil
-		}
-		p.dim, p.consts = dim, consts
-	case dispatch.PadSum:
-		if ps = e.paddedArgs(args, 0, 1); len(ps) == 0 {
-			return nil
-		}
-		p.dim = sumKeeps(args, ps[0].vdim, len(ps[0].t.Sizes))
-	case dispatch.PadIndex:
-		if ps = e.padIndex(args); ps == nil {
-			return nil
-		}
-		if len(ps) > 1 {
-			dim, ok := alignPadded(args, 1, 2, ps[1:])
-			if !ok {
-				return nil
-			}
-			p.dim = dim
-		}
-		if ps[0].st == nil {
-			ps = ps[1:]
-		}
-	case dispatch.PadSelect:
-		if len(args) < 3 || args[1].Kind != dispatch.ArgInt {
-			return nil
-		}
-		ps = e.paddedArgs(args, 0, 1)
-		if idx := e.paddedArgs(args, 2, 3); len(idx) > 0 {
-			// A padded index (an embedding of values computed from positions): the
-			// result is padded along the dimension it selects.
-			if len(ps) > 0 || len(idx[0].t.Sizes) != 1 || !e.selectFits(args, idx[0]) {
-				return nil
-			}
-			ps, p.dim = idx, selectDim(args)
-			break
-		}
-		if len(ps) == 0 || selectsAlong(args, ps[0].vdim, len(ps[0].t.Sizes)) {
-			return nil
-		}
-		p.dim = ps[0].vdim
-	case dispatch.PadGather, dispatch.PadScatter:
-		if ps = e.paddedArgs(args, 2, 4); len(ps) == 0 || ps[0].arg != 2 || !e.indexFits(args, ps[0]) ||
-			len(e.paddedArgs(args, 0, 1)) > 0 {
-			return nil
-		}
-		if kind == dispatch.PadGather {
-			p.dim = ps[0].vdim
-			break
-		}
-		if len(args) > 3 && args[3].Kind == dispatch.ArgTensor {
-			// The source: padded as the index is.
-			if len(ps) != 2 || ps[1].vdim != ps[0].vdim || ps[1].st.shape[ps[1].st.pad.dim] != ps[0].st.shape[ps[0].st.pad.dim] ||
-				ps[1].st.pad.cap != ps[0].st.pad.cap {
-				return nil
-			}
-		}
-		p.redirect = true
-	case dispatch.PadEnd:
-		if ps = e.paddedArgs(args, 0, 1); len(ps) == 0 {
-			return nil
-		}
-		if args = padToEnd(args, ps[0]); args == nil {
-			return nil
-		}
-	case dispatch.PadCopy:
-		if ps = e.paddedArgs(args, 1, 2); len(ps) == 0 {
-			return nil
-		}
-		dst := args[0].Handles[0].(*TensorDesc)
-		if p.copyTo = e.freshWhole(dst); p.copyTo == nil || !slices.Equal(dst.Sizes, ps[0].t.Sizes) {
-			return nil
-		}
-		p.dim = ps[0].vdim
-		nd := *dst
-		nd.Sizes = slices.Clone(dst.Sizes)
-		nd.Sizes[p.dim] = ps[0].st.pad.cap
-		nd.Strides = contiguousStrides(nd.Sizes)
-		args = slices.Clone(args)
-		args[0].Tensors, args[0].Handles = []dispatch.TensorMeta{nd.Meta()}, []any{&nd}
-	}
+	ps, args := e.matchPadOp(kind, args, p)
 	if len(ps) == 0 {
 		return nil
 	}
@@ -303,6 +217,76 @@ func (e *Engine) planPadOp(kind dispatch.PadKind, args []dispatch.Arg) *padOp {
 		}
 	}
 	return p
+}
+
+// matchPadOp returns the padded arguments an op of kind reads as held, and
+// the arguments its rule gets, setting p's result dimension and what else
+// the kind needs; no padded arguments when the op computes at the sizes.
+func (e *Engine) matchPadOp(kind dispatch.PadKind, args []dispatch.Arg, p *padOp) ([]padded, []dispatch.Arg) {
+	var ps []padded
+	switch kind {
+	case dispatch.PadElementwise:
+		ps = e.paddedArgs(args, 0, len(args))
+		consts := e.constantArgs(args, ps)
+		dim, ok := alignPadded(args, 0, len(args), append(slices.Clone(ps), consts...))
+		if !ok {
+			return nil, args
+		}
+		p.dim, p.consts = dim, consts
+	case dispatch.PadSum:
+		if ps = e.paddedArgs(args, 0, 1); len(ps) > 0 {
+			p.dim = sumKeeps(args, ps[0].vdim, len(ps[0].t.Sizes))
+		}
+	case dispatch.PadIndex:
+		if ps = e.padIndex(args); ps == nil {
+			return nil, args
+		}
+		if len(ps) > 1 {
+			dim, ok := alignPadded(args, 1, 2, ps[1:])
+			if !ok {
+				return nil, args
+			}
+			p.dim = dim
+		}
+		if ps[0].st == nil {
+			ps = ps[1:]
+		}
+	case dispatch.PadSelect:
+		ps = e.matchSelect(args, p)
+	case dispatch.PadGather, dispatch.PadScatter:
+		ps = e.matchGatherScatter(kind, args, p)
+	case dispatch.PadEnd:
+		if ps = e.paddedArgs(args, 0, 1); len(ps) > 0 {
+			args = padToEnd(args, ps[0])
+		}
+		if args == nil {
+			return nil, nil
+		}
+	case dispatch.PadCopy:
+		ps, args = e.matchCopy(args, p)
+	}
+	return ps, args
+}
+
+// matchCopy is matchPadOp for copy_ of a padded source into a storage never
+// written, whole, of its shape: the destination is held padded too.
+func (e *Engine) matchCopy(args []dispatch.Arg, p *padOp) ([]padded, []dispatch.Arg) {
+	ps := e.paddedArgs(args, 1, 2)
+	if len(ps) == 0 {
+		return nil, args
+	}
+	dst := args[0].Handles[0].(*TensorDesc)
+	if p.copyTo = e.freshWhole(dst); p.copyTo == nil || !slices.Equal(dst.Sizes, ps[0].t.Sizes) {
+		return nil, args
+	}
+	p.dim = ps[0].vdim
+	nd := *dst
+	nd.Sizes = slices.Clone(dst.Sizes)
+	nd.Sizes[p.dim] = ps[0].st.pad.cap
+	nd.Strides = contiguousStrides(nd.Sizes)
+	args = slices.Clone(args)
+	args[0].Tensors, args[0].Handles = []dispatch.TensorMeta{nd.Meta()}, []any{&nd}
+	return ps, args
 }
 
 // sumKeeps returns where the padded dimension vdim of a rank-r input lands
